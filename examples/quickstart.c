@@ -1,0 +1,60 @@
+/*
+ * quickstart.c - a custom objective tuned through the C API: the example that
+ * opens tune.h, built and run by the tests and compiled against the installed
+ * tune.pc (tests/cli/test_install.sh).
+ *
+ *     cc quickstart.c $(pkg-config --cflags --libs tune) -o quickstart
+ */
+#include <math.h>
+#include <stdio.h>
+#include <tune.h>
+
+static tune_status objective(tune_trial *trial, void *user_data)
+{
+    double lr, acc = 0.0;
+    int64_t batch;
+    (void)user_data;
+    if (tune_trial_get_double(trial, "lr", &lr) || tune_trial_get_int(trial, "batch_size", &batch))
+        return TUNE_EINVAL;
+    for (int it = 1; it <= 20; it++) {
+        acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch / 64;
+        tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc);
+        if (st == TUNE_ESTOP)
+            return TUNE_OK; /* the scheduler stopped this trial: leave promptly */
+        if (st != TUNE_OK)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+int main(void)
+{
+    tune_error err;
+    tune_space *space = NULL;
+    tune_study *study = NULL;
+    char *best = NULL;
+    const int64_t batches[] = {16, 32, 64};
+
+    if (tune_space_new(&space, &err) ||
+        tune_space_add_loguniform(space, "lr", 1e-5, 1e-1, 10, &err) ||
+        tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
+        goto fail;
+    /* The study takes the space, even when it fails. */
+    if (tune_study_new_with_space("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
+                                  " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
+                                  " \"storage\": \":memory:\","
+                                  " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
+                                  space, &study, &err))
+        goto fail;
+    tune_study_set_objective(study, objective, NULL);
+    if (tune_study_run(study, &err) || tune_study_best_json(study, &best, &err))
+        goto fail;
+    printf("%s\n", best);
+    tune_free(best);
+    tune_study_free(study);
+    return 0;
+fail:
+    fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+    tune_study_free(study);
+    return 1;
+}

@@ -1,0 +1,453 @@
+/*
+ * asha.c - asynchronous successive halving, with the semantics of Ray Tune's
+ * AsyncHyperBandScheduler (ray/tune/schedulers/async_hyperband.py).
+ *
+ * Bracket s has rungs at grace * rf^(k+s), k = MAX_RUNGS-1 .. 0, kept in
+ * descending milestone order as Ray keeps them. A trial that reaches a rung it
+ * has no value recorded at is stopped when its score is below the
+ * (1 - 1/rf) quantile of the values already there (the first arrival always
+ * continues); its score is recorded either way. Reference: Li et al., "A
+ * System for Massively Parallel Hyperparameter Tuning", MLSys 2020.
+ *
+ * Invariants that keep 10^5+ trials cheap: trial ids index a dense slot array
+ * holding the bracket and a bitmask of the rungs recorded at; each rung keeps
+ * its values split in two heaps around numpy's percentile position (the lo+1
+ * smallest in a max-heap, the rest in a min-heap), so a record is O(log n) and
+ * a cut-off O(1). Heap room is reserved when a trial joins a bracket, so
+ * on_result never allocates and cannot fail.
+ */
+#include "schedulers/asha.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* np.e as a double. */
+#define ASHA_E 2.718281828459045
+
+/*
+ * One rung's values in one buffer of `cap` doubles: the low heap (the lo+1
+ * smallest values, negated so that both heaps are min-heaps) grows from the
+ * front, the high heap from the back (element i at buf[cap - 1 - i]).
+ */
+struct rung {
+    double milestone;
+    double *buf;
+    size_t cap;
+    size_t n_low, n_high;
+};
+
+struct bracket {
+    int rung_count;
+    struct rung *rungs; /* descending milestone */
+    size_t assigned;    /* trials ever assigned: an upper bound on any rung's count */
+};
+
+struct slot {
+    int32_t bracket;   /* -1: never added */
+    int32_t active;    /* 0 once the trial completed */
+    uint64_t recorded; /* bit k: a value is recorded at rungs[k] of the bracket */
+};
+
+struct tunep_asha {
+    struct tunep_asha_config cfg;
+    double q; /* numpy's quantile: ((1 - 1/rf) * 100) / 100 */
+    int bracket_count;
+    struct bracket *brackets;
+    double *cdf; /* bracket choice, Ray's softmax over rung counts */
+    struct slot *slots;
+    size_t slot_cap;
+    int64_t num_stopped;
+};
+
+/* ---- rung heaps ----------------------------------------------------------- */
+
+static double *heap_at(struct rung *r, int high, size_t i)
+{
+    return high ? &r->buf[r->cap - 1 - i] : &r->buf[i];
+}
+
+static double heap_top(const struct rung *r, int high)
+{
+    return high ? r->buf[r->cap - 1] : r->buf[0];
+}
+
+static void heap_push(struct rung *r, int high, double v)
+{
+    size_t i = high ? r->n_high++ : r->n_low++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        double pv = *heap_at(r, high, parent);
+        if (!(v < pv))
+            break;
+        *heap_at(r, high, i) = pv;
+        i = parent;
+    }
+    *heap_at(r, high, i) = v;
+}
+
+static double heap_pop(struct rung *r, int high)
+{
+    size_t n = high ? --r->n_high : --r->n_low;
+    double top = *heap_at(r, high, 0);
+    double v = *heap_at(r, high, n);
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && *heap_at(r, high, c + 1) < *heap_at(r, high, c))
+            c++;
+        double cv = *heap_at(r, high, c);
+        if (!(cv < v))
+            break;
+        *heap_at(r, high, i) = cv;
+        i = c;
+    }
+    if (n > 0)
+        *heap_at(r, high, i) = v;
+    return top;
+}
+
+static size_t rung_count_values(const struct rung *r)
+{
+    return r->n_low + r->n_high;
+}
+
+/* The rung's cut-off: numpy.percentile(values, q * 100). The rung is not empty. */
+static double rung_cutoff(const struct rung *r, double q)
+{
+    size_t lo;
+    double gamma;
+    tunep_percentile_position(rung_count_values(r), q, &lo, &gamma);
+    double a = -heap_top(r, 0);
+    if (gamma == 0.0)
+        return a;
+    return tunep_percentile_lerp(a, heap_top(r, 1), gamma);
+}
+
+/* Records v; room was reserved (cap >= count + 1). */
+static void rung_insert(struct rung *r, double q, double v)
+{
+    size_t lo;
+    double gamma;
+    if (r->n_low > 0 && v <= -heap_top(r, 0))
+        heap_push(r, 0, -v);
+    else
+        heap_push(r, 1, v);
+    tunep_percentile_position(rung_count_values(r), q, &lo, &gamma);
+    while (r->n_low > lo + 1)
+        heap_push(r, 1, -heap_pop(r, 0));
+    while (r->n_low < lo + 1)
+        heap_push(r, 0, -heap_pop(r, 1));
+}
+
+/* Grows the buffer to hold at least `need` values, moving the high heap to the new end. */
+static tune_status rung_reserve(struct rung *r, size_t need)
+{
+    if (r->cap >= need)
+        return TUNE_OK;
+    size_t cap = r->cap ? r->cap : 16;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2 / sizeof(double))
+            return TUNE_ENOMEM;
+        cap *= 2;
+    }
+    double *buf = tunep_malloc(cap * sizeof *buf);
+    if (!buf)
+        return TUNE_ENOMEM;
+    if (r->n_low)
+        memcpy(buf, r->buf, r->n_low * sizeof *buf);
+    if (r->n_high)
+        memcpy(buf + cap - r->n_high, r->buf + r->cap - r->n_high, r->n_high * sizeof *buf);
+    tunep_free(r->buf);
+    r->buf = buf;
+    r->cap = cap;
+    return TUNE_OK;
+}
+
+/* ---- construction ---------------------------------------------------------- */
+
+int tunep_asha_rung_count(const struct tunep_asha_config *c, int s)
+{
+    /* MAX_RUNGS = int(np.log(max_t / min_t) / np.log(self.rf) - s + 1) */
+    double x = log(c->max_t / c->grace_period) / log(c->reduction_factor) - (double)s + 1.0;
+    if (!(x >= 1.0))
+        return 0; /* int() truncates toward 0; NaN (bad options) gives no rungs */
+    if (x >= (double)(TUNEP_ASHA_MAX_RUNGS + 1))
+        return TUNEP_ASHA_MAX_RUNGS + 1;
+    return (int)x;
+}
+
+void tunep_asha_free(struct tunep_asha *a)
+{
+    if (!a)
+        return;
+    if (a->brackets) {
+        for (int b = 0; b < a->bracket_count; b++) {
+            struct bracket *br = &a->brackets[b];
+            for (int k = 0; br->rungs && k < br->rung_count; k++)
+                tunep_free(br->rungs[k].buf);
+            tunep_free(br->rungs);
+        }
+    }
+    tunep_free(a->brackets);
+    tunep_free(a->cdf);
+    tunep_free(a->slots);
+    tunep_free(a);
+}
+
+tune_status tunep_asha_new(const struct tunep_asha_config *cfg, struct tunep_asha **ret,
+                           tune_error *err)
+{
+    /* Ray's asserts, for callers that skipped the config parser. */
+    if (!(cfg->max_t > 0) || !(cfg->grace_period > 0) || !(cfg->grace_period <= cfg->max_t) ||
+        !(cfg->reduction_factor > 1) || cfg->brackets < 1 ||
+        cfg->brackets > TUNEP_ASHA_MAX_BRACKETS)
+        return tunep_error_set(err, TUNE_EINVAL, "asha: invalid options");
+    if (tunep_asha_rung_count(cfg, 0) > TUNEP_ASHA_MAX_RUNGS)
+        return tunep_error_set(err, TUNE_EINVAL, "asha: more than %d rungs", TUNEP_ASHA_MAX_RUNGS);
+
+    struct tunep_asha *a = tunep_calloc(1, sizeof *a);
+    if (!a)
+        goto oom;
+    a->cfg = *cfg;
+    a->cfg.time_attr[sizeof a->cfg.time_attr - 1] = '\0';
+    /* Ray: np.nanpercentile(values, (1 - 1 / self.rf) * 100), and numpy divides by 100. */
+    a->q = ((1.0 - 1.0 / cfg->reduction_factor) * 100.0) / 100.0;
+    a->bracket_count = cfg->brackets;
+    a->brackets = tunep_calloc((size_t)cfg->brackets, sizeof *a->brackets);
+    a->cdf = tunep_calloc((size_t)cfg->brackets, sizeof *a->cdf);
+    if (!a->brackets || !a->cdf)
+        goto oom;
+
+    int size_max = 0;
+    for (int s = 0; s < a->bracket_count; s++) {
+        struct bracket *br = &a->brackets[s];
+        br->rung_count = tunep_asha_rung_count(cfg, s);
+        if (br->rung_count > size_max)
+            size_max = br->rung_count;
+        if (br->rung_count == 0)
+            continue;
+        br->rungs = tunep_calloc((size_t)br->rung_count, sizeof *br->rungs);
+        if (!br->rungs)
+            goto oom;
+        /* [(min_t * self.rf ** (k + s), {}) for k in reversed(range(MAX_RUNGS))] */
+        for (int i = 0; i < br->rung_count; i++) {
+            int k = br->rung_count - 1 - i;
+            br->rungs[i].milestone =
+                cfg->grace_period * pow(cfg->reduction_factor, (double)(k + s));
+        }
+    }
+
+    /* probs = np.e ** (sizes - sizes.max()); p = probs / probs.sum();
+     * np.random.choice: cdf = p.cumsum(); cdf /= cdf[-1]; searchsorted(cdf, u, 'right') */
+    double sum = 0.0;
+    for (int s = 0; s < a->bracket_count; s++) {
+        a->cdf[s] = pow(ASHA_E, (double)(a->brackets[s].rung_count - size_max));
+        sum += a->cdf[s];
+    }
+    double acc = 0.0;
+    for (int s = 0; s < a->bracket_count; s++) {
+        acc += a->cdf[s] / sum;
+        a->cdf[s] = acc;
+    }
+    for (int s = 0; s < a->bracket_count; s++)
+        a->cdf[s] /= acc;
+
+    *ret = a;
+    return TUNE_OK;
+oom:
+    tunep_asha_free(a);
+    return tunep_error_set(err, TUNE_ENOMEM, "asha: out of memory");
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static struct slot *find_slot(struct tunep_asha *a, int64_t trial_id)
+{
+    if (trial_id < 0 || (uint64_t)trial_id >= a->slot_cap)
+        return NULL;
+    struct slot *sl = &a->slots[trial_id];
+    return sl->bracket >= 0 ? sl : NULL;
+}
+
+static int choose_bracket(const struct tunep_asha *a, double u)
+{
+    for (int s = 0; s < a->bracket_count; s++)
+        if (a->cdf[s] > u)
+            return s;
+    return a->bracket_count - 1;
+}
+
+tune_status tunep_asha_on_trial_add(struct tunep_asha *a, int64_t trial_id, double u)
+{
+    if (trial_id < 0)
+        return TUNE_EINVAL;
+    struct slot *sl = find_slot(a, trial_id);
+    if (sl) {
+        /* A retry: same bracket, same recorded values. */
+        sl->active = 1;
+        return TUNE_OK;
+    }
+    if ((uint64_t)trial_id >= a->slot_cap) {
+        if ((uint64_t)trial_id >= SIZE_MAX / 2 / sizeof(struct slot))
+            return TUNE_ENOMEM;
+        size_t cap = a->slot_cap ? a->slot_cap : 64;
+        while (cap <= (size_t)trial_id)
+            cap *= 2;
+        struct slot *slots =
+            tunep_realloc(a->slots, a->slot_cap * sizeof *slots, cap * sizeof *slots);
+        if (!slots)
+            return TUNE_ENOMEM;
+        for (size_t i = a->slot_cap; i < cap; i++)
+            slots[i] = (struct slot){.bracket = -1, .active = 0, .recorded = 0};
+        a->slots = slots;
+        a->slot_cap = cap;
+    }
+    int s = choose_bracket(a, u);
+    struct bracket *br = &a->brackets[s];
+    for (int k = 0; k < br->rung_count; k++)
+        if (rung_reserve(&br->rungs[k], br->assigned + 1) != TUNE_OK)
+            return TUNE_ENOMEM;
+    br->assigned++;
+    sl = &a->slots[trial_id];
+    sl->bracket = s;
+    sl->active = 1;
+    sl->recorded = 0;
+    return TUNE_OK;
+}
+
+/* Ray's _Bracket.on_result. */
+static enum tunep_decision bracket_on_result(struct tunep_asha *a, struct slot *sl, double t,
+                                             double score)
+{
+    struct bracket *br = &a->brackets[sl->bracket];
+    enum tunep_decision action = TUNEP_CONTINUE;
+    for (int k = 0; k < br->rung_count; k++) {
+        struct rung *r = &br->rungs[k];
+        uint64_t bit = (uint64_t)1 << k;
+        if (t >= r->milestone && (sl->recorded & bit) && !a->cfg.stop_last_trials)
+            break;
+        if (t < r->milestone || (sl->recorded & bit))
+            continue;
+        if (rung_count_values(r) > 0 && score < rung_cutoff(r, a->q))
+            action = TUNEP_STOP;
+        rung_insert(r, a->q, score);
+        sl->recorded |= bit;
+        break;
+    }
+    return action;
+}
+
+enum tunep_decision tunep_asha_on_result(struct tunep_asha *a, int64_t trial_id, int has_t,
+                                         double t, double score)
+{
+    if (!has_t)
+        return TUNEP_CONTINUE;
+    if (isnan(score))
+        score = -HUGE_VAL; /* the controller does this already; never let NaN into a heap */
+    if (t >= a->cfg.max_t && a->cfg.stop_last_trials) {
+        a->num_stopped++;
+        return TUNEP_TERMINATE;
+    }
+    struct slot *sl = find_slot(a, trial_id);
+    if (!sl || !sl->active)
+        return TUNEP_CONTINUE;
+    enum tunep_decision d = bracket_on_result(a, sl, t, score);
+    if (d == TUNEP_STOP)
+        a->num_stopped++;
+    return d;
+}
+
+void tunep_asha_on_trial_complete(struct tunep_asha *a, int64_t trial_id, int has_result,
+                                  double last_t, double last_score)
+{
+    struct slot *sl = find_slot(a, trial_id);
+    if (!sl || !sl->active)
+        return;
+    if (has_result)
+        (void)bracket_on_result(a, sl, last_t, isnan(last_score) ? -HUGE_VAL : last_score);
+    sl->active = 0;
+}
+
+void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_buf *buf)
+{
+    for (int s = 0; s < a->bracket_count; s++) {
+        const struct bracket *br = &a->brackets[s];
+        tunep_buf_printf(buf, "ASHA: bracket %d:", s);
+        if (br->rung_count == 0)
+            tunep_buf_puts(buf, " no rungs");
+        /* Ascending milestones read more naturally than Ray's storage order. */
+        for (int k = br->rung_count - 1; k >= 0; k--) {
+            const struct rung *r = &br->rungs[k];
+            char ms[64], cut[64];
+            size_t n = rung_count_values(r);
+            tunep_format_double(ms, sizeof ms, r->milestone);
+            if (n > 0) {
+                tunep_format_double(cut, sizeof cut, sign * rung_cutoff(r, a->q));
+                tunep_buf_printf(buf, " rung %s: %zu recorded, cutoff %s", ms, n, cut);
+            } else {
+                tunep_buf_printf(buf, " rung %s: 0 recorded, no cutoff", ms);
+            }
+            if (k > 0)
+                tunep_buf_puts(buf, ";");
+        }
+        tunep_buf_puts(buf, "\n");
+    }
+}
+
+const char *tunep_asha_time_attr(const struct tunep_asha *a)
+{
+    return a->cfg.time_attr;
+}
+
+/* ---- inspection ------------------------------------------------------------ */
+
+int tunep_asha_bracket_count(const struct tunep_asha *a)
+{
+    return a->bracket_count;
+}
+
+int tunep_asha_rung_count_of(const struct tunep_asha *a, int bracket)
+{
+    if (bracket < 0 || bracket >= a->bracket_count)
+        return 0;
+    return a->brackets[bracket].rung_count;
+}
+
+static const struct rung *get_rung(const struct tunep_asha *a, int bracket, int rung)
+{
+    if (rung < 0 || rung >= tunep_asha_rung_count_of(a, bracket))
+        return NULL;
+    return &a->brackets[bracket].rungs[rung];
+}
+
+double tunep_asha_milestone(const struct tunep_asha *a, int bracket, int rung)
+{
+    const struct rung *r = get_rung(a, bracket, rung);
+    return r ? r->milestone : (double)NAN;
+}
+
+size_t tunep_asha_recorded(const struct tunep_asha *a, int bracket, int rung)
+{
+    const struct rung *r = get_rung(a, bracket, rung);
+    return r ? rung_count_values(r) : 0;
+}
+
+int tunep_asha_cutoff(const struct tunep_asha *a, int bracket, int rung, double *ret_cutoff)
+{
+    const struct rung *r = get_rung(a, bracket, rung);
+    if (!r || rung_count_values(r) == 0)
+        return 0;
+    *ret_cutoff = rung_cutoff(r, a->q);
+    return 1;
+}
+
+int tunep_asha_trial_bracket(const struct tunep_asha *a, int64_t trial_id)
+{
+    if (trial_id < 0 || (uint64_t)trial_id >= a->slot_cap)
+        return -1;
+    const struct slot *sl = &a->slots[trial_id];
+    return sl->active ? sl->bracket : -1;
+}

@@ -1,0 +1,569 @@
+/*
+ * space.c - search-space parameters: bound rules, storage, grid size, sampling.
+ *
+ * The primitives and their rules are Ray Tune's (ray/tune/search/sample.py):
+ * uniform/loguniform draw from [low, high), randint/lograndint from [low, high)
+ * with high exclusive, qrandint/qlograndint from [low, high] (Ray builds them
+ * on Integer(low, high + 1)), and a quantized value is round(x / q) * q with
+ * numpy's round-half-to-even (nearbyint in the default rounding mode).
+ * Deliberate differences: q-integer primitives need low and high to be
+ * multiples of q (Ray may return values outside [low, high] otherwise), and
+ * float draws are clamped into their documented interval against rounding.
+ * Invariants: a parameter in a space has passed tunep_space_check(); sampling
+ * draws exactly one gsl_rng_uniform (or one gsl_ran_gaussian) per random
+ * parameter, in space order, so a trial's stream does not depend on which
+ * parameters are grid axes; grid axes vary first-fastest, as Ray's grid.
+ */
+#include "space.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <gsl/gsl_randist.h>
+
+const char *tunep_dist_name(enum tunep_dist dist)
+{
+    switch (dist) {
+        case TUNEP_DIST_UNIFORM: return "uniform";
+        case TUNEP_DIST_QUNIFORM: return "quniform";
+        case TUNEP_DIST_LOGUNIFORM: return "loguniform";
+        case TUNEP_DIST_QLOGUNIFORM: return "qloguniform";
+        case TUNEP_DIST_RANDN: return "randn";
+        case TUNEP_DIST_QRANDN: return "qrandn";
+        case TUNEP_DIST_RANDINT: return "randint";
+        case TUNEP_DIST_QRANDINT: return "qrandint";
+        case TUNEP_DIST_LOGRANDINT: return "lograndint";
+        case TUNEP_DIST_QLOGRANDINT: return "qlograndint";
+        case TUNEP_DIST_CHOICE: return "choice";
+        case TUNEP_DIST_GRID: return "grid_search";
+        case TUNEP_DIST_CONST: return "constant";
+        case TUNEP_DIST_COUNT: break;
+    }
+    return "unknown";
+}
+
+const char *tunep_vtype_name(enum tunep_vtype t)
+{
+    switch (t) {
+        case TUNEP_V_DOUBLE: return "float";
+        case TUNEP_V_INT: return "int";
+        case TUNEP_V_STRING: return "str";
+        case TUNEP_V_BOOL: return "bool";
+    }
+    return "unknown";
+}
+
+/* ---- bound rules ---------------------------------------------------------- */
+
+static tune_status fail(tune_error *err, enum tunep_arg *ret_arg, enum tunep_arg arg,
+                        const char *fmt, ...) TUNEP_PRINTF(4, 5);
+
+static tune_status fail(tune_error *err, enum tunep_arg *ret_arg, enum tunep_arg arg,
+                        const char *fmt, ...)
+{
+    if (ret_arg)
+        *ret_arg = arg;
+    if (err) {
+        char msg[sizeof err->text];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        tunep_error_set(err, TUNE_ECONFIG, "%s", msg);
+    }
+    return TUNE_ECONFIG;
+}
+
+/*
+ * Ray's divisibility test: math.isclose(x / q, round(x / q)) with its default
+ * rel_tol of 1e-9 (and abs_tol 0), so 0.3 / 0.1 = 2.9999999999999996 passes.
+ */
+static int is_multiple(double x, double q)
+{
+    double r = x / q, k = nearbyint(r);
+    return fabs(r - k) <= 1e-9 * fmax(fabs(r), fabs(k));
+}
+
+static int bad_base(double base)
+{
+    return !(base > 0.0) || base == 1.0 || !isfinite(base);
+}
+
+/* Rules shared by the four float ranges; q and log select the variant. */
+static tune_status check_float_range(const struct tunep_param *p, const char *dn, int quant,
+                                     int logr, enum tunep_arg *ret_arg, tune_error *err)
+{
+    char lo[32], q[32];
+    if (logr) {
+        if (!(p->lo > 0.0) || !isfinite(p->lo))
+            return fail(err, ret_arg, TUNEP_ARG_LOW, "%s needs 0 < low < high", dn);
+        if (!isfinite(p->hi) && p->hi > 0.0)
+            return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs a finite high", dn);
+        if (!(p->lo < p->hi))
+            return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs 0 < low < high", dn);
+    } else {
+        if (!isfinite(p->lo))
+            return fail(err, ret_arg, TUNEP_ARG_LOW, "%s needs a finite low", dn);
+        if (!isfinite(p->hi))
+            return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs a finite high", dn);
+        if (!(p->lo < p->hi))
+            return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs low < high", dn);
+    }
+    if (quant) {
+        if (!(p->q > 0.0))
+            return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs q > 0", dn);
+        if (!isfinite(p->q))
+            return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs a finite q", dn);
+        tunep_format_double(q, sizeof q, p->q);
+        if (!is_multiple(p->lo, p->q)) {
+            tunep_format_double(lo, sizeof lo, p->lo);
+            return fail(err, ret_arg, TUNEP_ARG_LOW, "%s: low %s is not a multiple of q %s", dn,
+                        lo, q);
+        }
+        if (!is_multiple(p->hi, p->q)) {
+            tunep_format_double(lo, sizeof lo, p->hi);
+            return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s: high %s is not a multiple of q %s", dn,
+                        lo, q);
+        }
+    }
+    if (logr && bad_base(p->base))
+        return fail(err, ret_arg, TUNEP_ARG_BASE, "%s needs a base > 0 other than 1", dn);
+    return TUNE_OK;
+}
+
+static tune_status check_int_multiples(const struct tunep_param *p, const char *dn,
+                                       enum tunep_arg *ret_arg, tune_error *err)
+{
+    if (p->iq < 1)
+        return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs q >= 1", dn);
+    if (p->ilo % p->iq != 0)
+        return fail(err, ret_arg, TUNEP_ARG_LOW, "%s: low %lld is not a multiple of q %lld", dn,
+                    (long long)p->ilo, (long long)p->iq);
+    if (p->ihi % p->iq != 0)
+        return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s: high %lld is not a multiple of q %lld", dn,
+                    (long long)p->ihi, (long long)p->iq);
+    return TUNE_OK;
+}
+
+static tune_status check_values(const struct tunep_param *p, const char *dn,
+                                enum tunep_arg *ret_arg, tune_error *err)
+{
+    if (p->dist == TUNEP_DIST_CONST && p->n_values != 1)
+        return tunep_error_set(err, TUNE_EINVAL, "constant needs exactly one value");
+    if (p->n_values == 0)
+        return fail(err, ret_arg, TUNEP_ARG_VALUES, "%s needs at least one value", dn);
+    if (p->n_values > TUNEP_SPACE_MAX_CHOICES)
+        return fail(err, ret_arg, TUNEP_ARG_VALUES, "%s has %zu values, more than the limit of %d",
+                    dn, p->n_values, TUNEP_SPACE_MAX_CHOICES);
+    if (!p->values)
+        return tunep_error_set(err, TUNE_EINVAL, "%s: values is NULL", dn);
+    for (size_t i = 0; i < p->n_values; i++) {
+        const struct tunep_value *v = &p->values[i];
+        switch (v->type) {
+            case TUNEP_V_DOUBLE:
+                if (!isfinite(v->u.d))
+                    return fail(err, ret_arg, TUNEP_ARG_VALUES, "%s values must be finite", dn);
+                break;
+            case TUNEP_V_STRING:
+                if (!v->u.s)
+                    return tunep_error_set(err, TUNE_EINVAL, "%s: NULL string value", dn);
+                break;
+            case TUNEP_V_INT:
+            case TUNEP_V_BOOL:
+                break;
+            default:
+                return tunep_error_set(err, TUNE_EINVAL, "%s: unknown value type", dn);
+        }
+    }
+    return TUNE_OK;
+}
+
+tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_arg,
+                              tune_error *err)
+{
+    if (ret_arg)
+        *ret_arg = TUNEP_ARG_NONE;
+    if (!p)
+        return tunep_error_set(err, TUNE_EINVAL, "parameter is NULL");
+    const char *dn = tunep_dist_name(p->dist);
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM: return check_float_range(p, dn, 0, 0, ret_arg, err);
+        case TUNEP_DIST_QUNIFORM: return check_float_range(p, dn, 1, 0, ret_arg, err);
+        case TUNEP_DIST_LOGUNIFORM: return check_float_range(p, dn, 0, 1, ret_arg, err);
+        case TUNEP_DIST_QLOGUNIFORM: return check_float_range(p, dn, 1, 1, ret_arg, err);
+        case TUNEP_DIST_RANDN:
+        case TUNEP_DIST_QRANDN:
+            if (!isfinite(p->lo))
+                return fail(err, ret_arg, TUNEP_ARG_LOW, "%s needs a finite mean", dn);
+            if (!(p->hi > 0.0))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs sd > 0", dn);
+            if (!isfinite(p->hi))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs a finite sd", dn);
+            if (p->dist == TUNEP_DIST_QRANDN && !(p->q > 0.0))
+                return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs q > 0", dn);
+            if (p->dist == TUNEP_DIST_QRANDN && !isfinite(p->q))
+                return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs a finite q", dn);
+            return TUNE_OK;
+        case TUNEP_DIST_RANDINT:
+            if (!(p->ilo < p->ihi))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH,
+                            "%s needs low < high (high is exclusive)", dn);
+            return TUNE_OK;
+        case TUNEP_DIST_QRANDINT:
+            if (!(p->ilo <= p->ihi))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH,
+                            "%s needs low <= high (high is inclusive)", dn);
+            return check_int_multiples(p, dn, ret_arg, err);
+        case TUNEP_DIST_LOGRANDINT:
+            if (p->ilo <= 0)
+                return fail(err, ret_arg, TUNEP_ARG_LOW,
+                            "%s needs 0 < low < high (high is exclusive)", dn);
+            if (!(p->ilo < p->ihi))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH,
+                            "%s needs 0 < low < high (high is exclusive)", dn);
+            if (bad_base(p->base))
+                return fail(err, ret_arg, TUNEP_ARG_BASE, "%s needs a base > 0 other than 1", dn);
+            return TUNE_OK;
+        case TUNEP_DIST_QLOGRANDINT: {
+            if (p->ilo <= 0)
+                return fail(err, ret_arg, TUNEP_ARG_LOW,
+                            "%s needs 0 < low <= high (high is inclusive)", dn);
+            if (!(p->ilo <= p->ihi))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH,
+                            "%s needs 0 < low <= high (high is inclusive)", dn);
+            tune_status st = check_int_multiples(p, dn, ret_arg, err);
+            if (st)
+                return st;
+            if (bad_base(p->base))
+                return fail(err, ret_arg, TUNEP_ARG_BASE, "%s needs a base > 0 other than 1", dn);
+            return TUNE_OK;
+        }
+        case TUNEP_DIST_CHOICE:
+        case TUNEP_DIST_GRID:
+        case TUNEP_DIST_CONST: return check_values(p, dn, ret_arg, err);
+        case TUNEP_DIST_COUNT: break;
+    }
+    return tunep_error_set(err, TUNE_EINVAL, "unknown distribution %d", (int)p->dist);
+}
+
+/* ---- storage -------------------------------------------------------------- */
+
+static void param_done(struct tunep_param *p)
+{
+    if (p->values) {
+        for (size_t i = 0; i < p->n_values; i++)
+            if (p->values[i].type == TUNEP_V_STRING)
+                tunep_free((void *)(uintptr_t)p->values[i].u.s);
+        tunep_free(p->values);
+    }
+    tunep_free(p->name);
+    memset(p, 0, sizeof *p);
+}
+
+/* Deep copy of a checked parameter into dst; dst is untouched on failure. */
+static tune_status param_copy(struct tunep_param *dst, const struct tunep_param *src)
+{
+    struct tunep_param p = *src;
+    p.name = NULL;
+    p.values = NULL;
+    p.n_values = 0;
+    p.name = tunep_strdup(src->name);
+    if (!p.name)
+        return TUNE_ENOMEM;
+    if (src->n_values > 0) {
+        p.values = tunep_calloc(src->n_values, sizeof *p.values);
+        if (!p.values)
+            goto nomem;
+        for (size_t i = 0; i < src->n_values; i++) {
+            struct tunep_value v = src->values[i];
+            if (v.type == TUNEP_V_STRING) {
+                v.u.s = tunep_strdup(src->values[i].u.s);
+                if (!v.u.s)
+                    goto nomem;
+            } else if (v.type == TUNEP_V_BOOL) {
+                v.u.b = v.u.b != 0;
+            }
+            p.values[p.n_values++] = v;
+        }
+    }
+    *dst = p;
+    return TUNE_OK;
+nomem:
+    param_done(&p);
+    return TUNE_ENOMEM;
+}
+
+long tunep_space_find(const tune_space *space, const char *name)
+{
+    if (!space || !name)
+        return -1;
+    for (size_t i = 0; i < space->n; i++)
+        if (strcmp(space->params[i].name, name) == 0)
+            return (long)i;
+    return -1;
+}
+
+tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune_error *err)
+{
+    if (!space || !p || !p->name)
+        return tunep_error_set(err, TUNE_EINVAL, "space, parameter and name must not be NULL");
+    if (p->name[0] == '\0')
+        return tunep_error_set(err, TUNE_ECONFIG, "parameter name is empty");
+    if (strlen(p->name) > TUNEP_SPACE_MAX_NAME)
+        return tunep_error_set(err, TUNE_ECONFIG, "parameter name is longer than %d bytes",
+                               TUNEP_SPACE_MAX_NAME);
+    if (tunep_space_find(space, p->name) >= 0)
+        return tunep_error_set(err, TUNE_ECONFIG, "duplicate parameter '%s'", p->name);
+    if (space->n >= TUNEP_SPACE_MAX_PARAMS)
+        return tunep_error_set(err, TUNE_ECONFIG, "a space holds at most %d parameters",
+                               TUNEP_SPACE_MAX_PARAMS);
+    tune_status st = tunep_space_check(p, NULL, err);
+    if (st)
+        return st;
+    if (space->n == space->cap) {
+        size_t cap = space->cap ? 2 * space->cap : 8;
+        struct tunep_param *np = tunep_realloc(space->params, space->cap * sizeof *np,
+                                               cap * sizeof *np);
+        if (!np)
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory adding parameter '%s'",
+                                   p->name);
+        space->params = np;
+        space->cap = cap;
+    }
+    if (param_copy(&space->params[space->n], p))
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory adding parameter '%s'", p->name);
+    space->n++;
+    return TUNE_OK;
+}
+
+void tunep_space_truncate(tune_space *space, size_t n)
+{
+    if (!space)
+        return;
+    while (space->n > n)
+        param_done(&space->params[--space->n]);
+}
+
+tune_status tunep_space_clone(const tune_space *src, tune_space **ret, tune_error *err)
+{
+    if (!src || !ret)
+        return tunep_error_set(err, TUNE_EINVAL, "space and ret must not be NULL");
+    tune_space *s = tunep_calloc(1, sizeof *s);
+    if (!s)
+        goto nomem;
+    if (src->n > 0) {
+        s->params = tunep_calloc(src->n, sizeof *s->params);
+        if (!s->params)
+            goto nomem;
+        s->cap = src->n;
+        for (size_t i = 0; i < src->n; i++) {
+            if (param_copy(&s->params[i], &src->params[i]))
+                goto nomem;
+            s->n++;
+        }
+    }
+    *ret = s;
+    return TUNE_OK;
+nomem:
+    if (s) {
+        tunep_space_truncate(s, 0);
+        tunep_free(s->params);
+        tunep_free(s);
+    }
+    return tunep_error_set(err, TUNE_ENOMEM, "out of memory copying a space");
+}
+
+/* ---- grid ----------------------------------------------------------------- */
+
+static int is_axis(const struct tunep_param *p, int expand_choices)
+{
+    return p->dist == TUNEP_DIST_GRID || (expand_choices && p->dist == TUNEP_DIST_CHOICE);
+}
+
+uint64_t tunep_space_grid_size(const tune_space *space, int expand_choices, tune_error *err)
+{
+    uint64_t size = 1;
+    int overflow = 0;
+    if (!space) {
+        tunep_error_set(err, TUNE_EINVAL, "space is NULL");
+        return 0;
+    }
+    for (size_t i = 0; i < space->n; i++) {
+        const struct tunep_param *p = &space->params[i];
+        if (!is_axis(p, expand_choices))
+            continue;
+        if (p->n_values != 0 && size > UINT64_MAX / p->n_values)
+            overflow = 1;
+        else
+            size *= p->n_values;
+    }
+    if (overflow) {
+        tunep_error_set(err, TUNE_ECONFIG, "grid of more than %llu points exceeds the limit of %d",
+                        (unsigned long long)UINT64_MAX, TUNEP_SPACE_MAX_GRID);
+        return 0;
+    }
+    if (size > TUNEP_SPACE_MAX_GRID) {
+        tunep_error_set(err, TUNE_ECONFIG, "grid of %llu points exceeds the limit of %d",
+                        (unsigned long long)size, TUNEP_SPACE_MAX_GRID);
+        return 0;
+    }
+    return size;
+}
+
+/* ---- sampling ------------------------------------------------------------- */
+
+/* An index in [0, max] from u in [0, 1), for any max (2^53 distinct values at most). */
+static uint64_t scale_incl(double u, uint64_t max)
+{
+    double t = u * ((double)max + 1.0);
+    uint64_t k = t < 18446744073709551616.0 ? (uint64_t)t : max;
+    return k < max ? k : max;
+}
+
+/* lo + off where the sum fits in int64 (two's complement is guaranteed for int64_t). */
+static int64_t add_offset(int64_t lo, uint64_t off)
+{
+    uint64_t u = (uint64_t)lo + off;
+    int64_t v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/*
+ * Rounds x = lo + off to the nearest multiple of q, ties to the even multiple
+ * (numpy's round), where lo is a multiple of q. Stays within [lo, lo + span]
+ * when lo + span is a multiple of q too.
+ */
+static int64_t round_to_q(int64_t lo, uint64_t off, int64_t q)
+{
+    uint64_t uq = (uint64_t)q, k = off / uq, r = off % uq;
+    uint64_t parity = ((uint64_t)(lo / q) + k) & 1u;
+    if (r > uq - r || (r == uq - r && parity))
+        k++;
+    return add_offset(lo, k * uq);
+}
+
+/* Float uniform in [lo, hi), as numpy's low + (high - low) * u, clamped against rounding. */
+static double draw_uniform(double lo, double hi, double u)
+{
+    double w = hi - lo;
+    double x = isfinite(w) ? lo + w * u : lo * (1.0 - u) + hi * u;
+    if (x >= hi)
+        x = nextafter(hi, lo);
+    return x < lo ? lo : x;
+}
+
+/* base ** uniform(log_base(lo), log_base(hi)), without clamping. */
+static double draw_log(double lo, double hi, double base, double u)
+{
+    double lb = log(base);
+    double a = log(lo) / lb, b = log(hi) / lb;
+    return pow(base, a + (b - a) * u);
+}
+
+static double quantize(double x, double q)
+{
+    return nearbyint(x / q) * q;
+}
+
+/* floor(x) as an integer in [lo, hi]; x is finite and positive here. */
+static int64_t floor_clamp(double x, int64_t lo, int64_t hi)
+{
+    double f = floor(x);
+    if (!(f >= (double)lo))
+        return lo;
+    if (f >= (double)hi)
+        return hi;
+    int64_t v = (int64_t)f; /* (double)hi <= 2^63, so f < 2^63 converts */
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *out)
+{
+    double u;
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM:
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = draw_uniform(p->lo, p->hi, gsl_rng_uniform(r));
+            return;
+        case TUNEP_DIST_QUNIFORM:
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = quantize(draw_uniform(p->lo, p->hi, gsl_rng_uniform(r)), p->q);
+            return;
+        case TUNEP_DIST_LOGUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM: {
+            double x = draw_log(p->lo, p->hi, p->base, gsl_rng_uniform(r));
+            if (x >= p->hi)
+                x = nextafter(p->hi, 0.0);
+            if (x < p->lo)
+                x = p->lo;
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = p->dist == TUNEP_DIST_QLOGUNIFORM ? quantize(x, p->q) : x;
+            return;
+        }
+        case TUNEP_DIST_RANDN:
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = p->lo + gsl_ran_gaussian(r, p->hi);
+            return;
+        case TUNEP_DIST_QRANDN:
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = quantize(p->lo + gsl_ran_gaussian(r, p->hi), p->q);
+            return;
+        case TUNEP_DIST_RANDINT: {
+            uint64_t span = (uint64_t)p->ihi - (uint64_t)p->ilo; /* >= 1 values */
+            out->type = TUNEP_V_INT;
+            out->u.i = add_offset(p->ilo, scale_incl(gsl_rng_uniform(r), span - 1));
+            return;
+        }
+        case TUNEP_DIST_QRANDINT: {
+            uint64_t span = (uint64_t)p->ihi - (uint64_t)p->ilo;
+            out->type = TUNEP_V_INT;
+            out->u.i = round_to_q(p->ilo, scale_incl(gsl_rng_uniform(r), span), p->iq);
+            return;
+        }
+        case TUNEP_DIST_LOGRANDINT:
+            u = gsl_rng_uniform(r);
+            out->type = TUNEP_V_INT;
+            out->u.i = floor_clamp(draw_log((double)p->ilo, (double)p->ihi, p->base, u), p->ilo,
+                                   p->ihi - 1);
+            return;
+        case TUNEP_DIST_QLOGRANDINT: {
+            /* Ray: Integer(low, high + 1).loguniform(), so floor() reaches high. */
+            u = gsl_rng_uniform(r);
+            double x = draw_log((double)p->ilo, (double)p->ihi + 1.0, p->base, u);
+            int64_t v = floor_clamp(x, p->ilo, p->ihi);
+            out->type = TUNEP_V_INT;
+            out->u.i = round_to_q(p->ilo, (uint64_t)v - (uint64_t)p->ilo, p->iq);
+            return;
+        }
+        case TUNEP_DIST_CHOICE:
+            *out = p->values[scale_incl(gsl_rng_uniform(r), p->n_values - 1)];
+            return;
+        case TUNEP_DIST_GRID:
+        case TUNEP_DIST_CONST:
+            *out = p->values[0];
+            return;
+        case TUNEP_DIST_COUNT: break;
+    }
+    out->type = TUNEP_V_DOUBLE;
+    out->u.d = (double)NAN;
+}
+
+void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index,
+                        int expand_choices, struct tunep_value *out)
+{
+    uint64_t g = grid_index;
+    for (size_t i = 0; i < space->n; i++) {
+        const struct tunep_param *p = &space->params[i];
+        if (is_axis(p, expand_choices)) {
+            out[i] = p->values[g % p->n_values];
+            g /= p->n_values;
+        } else if (p->dist == TUNEP_DIST_CONST) {
+            out[i] = p->values[0];
+        } else {
+            draw(p, r, &out[i]);
+        }
+    }
+}

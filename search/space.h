@@ -1,0 +1,145 @@
+/*
+ * space.h - search spaces: the parameters of a study and how each is drawn.
+ *
+ * A space is a flat, ordered list of parameters; nested objects of a config's
+ * param_space are flattened to "a/b" names in document order. Each parameter
+ * is a distribution (Ray Tune's primitives, with Ray's bound rules), a choice,
+ * a grid axis, or a constant. A trial's configuration is an array of
+ * tunep_value, one per parameter, in space order.
+ */
+#ifndef TUNE_SPACE_H
+#define TUNE_SPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "internal.h"
+
+/* Limits on what a config may ask for (STYLE 8.3.9). */
+#define TUNEP_SPACE_MAX_PARAMS 1024
+#define TUNEP_SPACE_MAX_CHOICES 100000
+#define TUNEP_SPACE_MAX_GRID 1000000 /* grid points before num_samples repeats */
+#define TUNEP_SPACE_MAX_NAME 255
+
+enum tunep_vtype {
+    TUNEP_V_DOUBLE = 0,
+    TUNEP_V_INT = 1,
+    TUNEP_V_STRING = 2,
+    TUNEP_V_BOOL = 3,
+};
+
+/* A parameter value. Strings are borrowed from the space that produced them. */
+struct tunep_value {
+    enum tunep_vtype type;
+    union {
+        double d;
+        int64_t i;
+        const char *s;
+        int b;
+    } u;
+};
+
+enum tunep_dist {
+    TUNEP_DIST_UNIFORM = 0,
+    TUNEP_DIST_QUNIFORM,
+    TUNEP_DIST_LOGUNIFORM,
+    TUNEP_DIST_QLOGUNIFORM,
+    TUNEP_DIST_RANDN,
+    TUNEP_DIST_QRANDN,
+    TUNEP_DIST_RANDINT,
+    TUNEP_DIST_QRANDINT,
+    TUNEP_DIST_LOGRANDINT,
+    TUNEP_DIST_QLOGRANDINT,
+    TUNEP_DIST_CHOICE,
+    TUNEP_DIST_GRID,
+    TUNEP_DIST_CONST,
+    TUNEP_DIST_COUNT
+};
+
+/*
+ * One parameter. Which fields matter depends on dist:
+ *   float ranges  (uniform, quniform, loguniform, qloguniform): lo, hi, q, base
+ *   normals       (randn, qrandn): lo = mean, hi = sd, q
+ *   integer ranges (randint, qrandint, lograndint, qlograndint): ilo, ihi, iq, base
+ *                 ihi is stored exactly as the user wrote it; the inclusive or
+ *                 exclusive reading follows Ray (see tunep_space_sample()).
+ *   choice, grid, const: values[n_values] (const has one). Strings are owned.
+ */
+struct tunep_param {
+    char *name; /* owned, flattened "a/b" */
+    enum tunep_dist dist;
+    double lo, hi, q, base;
+    int64_t ilo, ihi, iq;
+    size_t n_values;
+    struct tunep_value *values; /* owned, strings owned */
+};
+
+struct tune_space {
+    size_t n, cap;
+    struct tunep_param *params;
+};
+
+/* "uniform", "qloguniform", ..., "choice", "grid_search", "constant". Static. */
+const char *tunep_dist_name(enum tunep_dist dist);
+
+/*
+ * Validates p against the bound rules and appends a deep copy. On failure sets
+ * err (TUNE_ECONFIG, text without position or key, e.g. "loguniform needs
+ * 0 < low < high") and leaves the space unchanged. TUNE_ENOMEM on OOM.
+ */
+tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune_error *err);
+
+/* The index of the parameter with this name, or -1. */
+long tunep_space_find(const tune_space *space, const char *name);
+
+/*
+ * Number of grid points: the product of the sizes of the grid axes (1 when
+ * there are none). When expand_choices is set, choice parameters count as grid
+ * axes too (the "grid" search algorithm). Returns 0 and sets err when the
+ * product exceeds TUNEP_SPACE_MAX_GRID.
+ */
+uint64_t tunep_space_grid_size(const tune_space *space, int expand_choices, tune_error *err);
+
+/*
+ * Draws one configuration into out[space->n]. Grid axes (and choices, when
+ * expand_choices) take their value from grid_index, the first axis varying
+ * fastest; every other parameter is drawn from r, in space order. Strings in
+ * out are borrowed from the space.
+ */
+void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index,
+                        int expand_choices, struct tunep_value *out);
+
+/* Deep-copies a space (for a study that keeps its own). */
+tune_status tunep_space_clone(const tune_space *src, tune_space **ret, tune_error *err);
+
+/* The JSON type name of a value kind: "float", "int", "str", "bool". */
+const char *tunep_vtype_name(enum tunep_vtype t);
+
+/*
+ * Which argument of a primitive a failed check is about, so that a config
+ * error can point at that array element. For randn/qrandn, LOW is the mean and
+ * HIGH the sd; VALUES is the list of a choice, grid or constant.
+ */
+enum tunep_arg {
+    TUNEP_ARG_NONE = -1,
+    TUNEP_ARG_LOW = 0,
+    TUNEP_ARG_HIGH = 1,
+    TUNEP_ARG_Q = 2,
+    TUNEP_ARG_BASE = 3,
+    TUNEP_ARG_VALUES = 4,
+};
+
+/*
+ * Checks p against the bound rules without adding it (name rules are checked
+ * by tunep_space_add()). On failure sets err as tunep_space_add() does and, when
+ * ret_arg is not NULL, the argument at fault. Never allocates.
+ */
+tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_arg,
+                              tune_error *err);
+
+/* Frees the parameters from index n on and shrinks the space to n (n >= size: no-op). */
+void tunep_space_truncate(tune_space *space, size_t n);
+
+#endif /* TUNE_SPACE_H */

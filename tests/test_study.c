@@ -1,0 +1,335 @@
+/*
+ * test_study.c - the controller with fake objectives: trial states, retries,
+ * NaN handling, stop conditions, reproducibility whatever the concurrency,
+ * interruption, the best trial, and a store-backed run read back by
+ * tune_study_open().
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "check_util.h"
+#include "tune.h"
+
+static tune_study *study_from(const char *json)
+{
+    tune_study *s = NULL;
+    tune_error err;
+    tune_status st = tune_study_new_from_json(json, NULL, &s, &err);
+    ck_assert_msg(st == TUNE_OK, "config rejected: %d:%d: %s", err.line, err.column, err.text);
+    return s;
+}
+
+static void counts(tune_study *s, int64_t c[TUNE_TRIAL_STATUS_COUNT])
+{
+    tune_study_counts(s, c);
+}
+
+/* ---- objectives ---------------------------------------------------------- */
+
+/* Reports x as the metric for `iters` iterations (default 5). */
+static tune_status obj_constant(tune_trial *t, void *ud)
+{
+    int iters = ud ? *(int *)ud : 5;
+    double x = tune_trial_get_double_or(t, "x", 0);
+    for (int i = 0; i < iters; i++) {
+        tune_status st = tune_trial_report_metric(t, "score", x);
+        if (st == TUNE_ESTOP)
+            return TUNE_OK;
+        if (st)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+static tune_status obj_fail_first_attempt(tune_trial *t, void *ud)
+{
+    (void)ud;
+    if (tune_trial_attempt(t) == 1) {
+        tune_trial_report_metric(t, "score", 1.0);
+        tune_trial_set_error(t, "boom in trial %lld", (long long)tune_trial_id(t));
+        return TUNE_EFAILED;
+    }
+    return obj_constant(t, NULL);
+}
+
+static tune_status obj_always_fail(tune_trial *t, void *ud)
+{
+    (void)ud;
+    (void)t;
+    return TUNE_EIO;
+}
+
+static tune_status obj_nan_for_odd(tune_trial *t, void *ud)
+{
+    (void)ud;
+    double v = (tune_trial_id(t) % 2) ? (double)NAN : 1.0 + (double)tune_trial_id(t);
+    for (int i = 0; i < 4; i++) {
+        tune_status st = tune_trial_report_metric(t, "score", v);
+        if (st == TUNE_ESTOP)
+            return TUNE_OK;
+    }
+    return TUNE_OK;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+START_TEST(fifo_all_terminate)
+{
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 20, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 3,"
+                               " \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}");
+    tune_study_set_objective(s, obj_constant, NULL);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 20);
+    ck_assert_int_eq(c[TUNE_TRIAL_PENDING] + c[TUNE_TRIAL_RUNNING] + c[TUNE_TRIAL_ERROR], 0);
+    tune_study_free(s);
+}
+END_TEST
+
+START_TEST(retry_then_succeed)
+{
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 6, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_failures\": 1,"
+                               " \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}");
+    tune_study_set_objective(s, obj_fail_first_attempt, NULL);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 6);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 0);
+    tune_study_free(s);
+}
+END_TEST
+
+START_TEST(errors_do_not_stop_the_sweep)
+{
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 5, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_failures\": 2,"
+                               " \"max_concurrent_trials\": 2}");
+    tune_study_set_objective(s, obj_always_fail, NULL);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 5);
+    char *best = NULL;
+    tune_error err;
+    ck_assert_int_eq(tune_study_best_json(s, &best, &err), TUNE_ENOTFOUND);
+    tune_study_free(s);
+}
+END_TEST
+
+START_TEST(nan_is_worst_and_never_best)
+{
+    /* ASHA with rf 2: a NaN trial arriving after a finite one is below the cutoff. */
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 10, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 1,"
+                               " \"scheduler\": {\"type\": \"asha\", \"max_t\": 4,"
+                               " \"grace_period\": 1, \"reduction_factor\": 2}}");
+    tune_study_set_objective(s, obj_nan_for_odd, NULL);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    /* Every odd (NaN) trial comes after trial 0 reported 1.0 at rung 1: all stopped there. */
+    ck_assert_int_ge(c[TUNE_TRIAL_STOPPED], 5);
+    char *best = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &best, NULL), TUNE_OK);
+    ck_assert_msg(strstr(best, "\"trial_id\":8") != NULL, "best: %s", best);
+    tune_free(best);
+    tune_study_free(s);
+}
+END_TEST
+
+START_TEST(stop_training_iteration_and_threshold)
+{
+    int iters = 50;
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 8, \"seed\": 5,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 2,"
+                               " \"param_space\": {\"x\": {\"grid_search\": [0.1, 0.9]}},"
+                               " \"stop\": {\"training_iteration\": 7, \"score\": 0.5}}");
+    tune_study_set_objective(s, obj_constant, &iters);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    /* 16 trials: x=0.1 runs to iteration 7 (TERMINATED), x=0.9 passes 0.5 at once (STOPPED). */
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 8);
+    ck_assert_int_eq(c[TUNE_TRIAL_STOPPED], 8);
+    char *best = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &best, NULL), TUNE_OK);
+    ck_assert_msg(strstr(best, "\"training_iteration\":1,") != NULL, "best: %s", best);
+    tune_free(best);
+    tune_study_free(s);
+}
+END_TEST
+
+/* Records each trial's config JSON by id. */
+struct capture {
+    pthread_mutex_t lock;
+    char *configs[64];
+};
+
+static tune_status obj_capture(tune_trial *t, void *ud)
+{
+    struct capture *cap = ud;
+    char *json = NULL;
+    ck_assert_int_eq(tune_trial_config_json(t, &json, NULL), TUNE_OK);
+    pthread_mutex_lock(&cap->lock);
+    cap->configs[tune_trial_id(t)] = strdup(json);
+    pthread_mutex_unlock(&cap->lock);
+    tune_free(json);
+    return tune_trial_report_metric(t, "score", 0.5) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
+}
+
+static void run_capture(int concurrency, struct capture *cap)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 20, \"seed\": 1234,"
+             " \"storage\": \":memory:\", \"max_concurrent_trials\": %d,"
+             " \"param_space\": {\"lr\": {\"loguniform\": [1e-6, 1e-1]},"
+             " \"bs\": {\"choice\": [16, 32, 64]}, \"w\": {\"randint\": [0, 100]},"
+             " \"act\": {\"choice\": [\"relu\", \"gelu\"]}}}",
+             concurrency);
+    tune_study *s = study_from(json);
+    pthread_mutex_init(&cap->lock, NULL);
+    tune_study_set_objective(s, obj_capture, cap);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    tune_study_free(s);
+}
+
+START_TEST(same_seed_same_configs_any_concurrency)
+{
+    struct capture a = {0}, b = {0};
+    run_capture(1, &a);
+    run_capture(7, &b);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_ptr_nonnull(a.configs[i]);
+        ck_assert_ptr_nonnull(b.configs[i]);
+        ck_assert_str_eq(a.configs[i], b.configs[i]);
+        if (i > 0)
+            ck_assert_str_ne(a.configs[i], a.configs[i - 1]);
+        free(a.configs[i]);
+        free(b.configs[i]);
+    }
+}
+END_TEST
+
+static tune_status obj_slow_until_stopped(tune_trial *t, void *ud)
+{
+    tune_study *s = *(tune_study **)ud;
+    for (int i = 0; i < 1000; i++) {
+        if (tune_trial_id(t) == 3 && i == 2)
+            tune_study_request_stop(s);
+        tune_status st = tune_trial_report_metric(t, "score", (double)i);
+        if (st == TUNE_ESTOP)
+            return TUNE_OK;
+    }
+    return TUNE_OK;
+}
+
+START_TEST(request_stop_interrupts)
+{
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 50, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 1}");
+    tune_study *self = s;
+    tune_study_set_objective(s, obj_slow_until_stopped, &self);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_EINTERRUPTED);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 3);
+    ck_assert_int_eq(c[TUNE_TRIAL_RUNNING], 0);
+    ck_assert_int_eq(c[TUNE_TRIAL_PENDING], 47);
+    tune_study_free(s);
+}
+END_TEST
+
+START_TEST(store_run_reopened)
+{
+    char *dir = tune_test_mkdtemp();
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"name\": \"t\", \"metric\": \"val_accuracy\", \"num_samples\": 12, \"seed\": 9,"
+             " \"storage\": \"%s/exp\", \"max_concurrent_trials\": 3,"
+             " \"param_space\": {\"lr\": {\"loguniform\": [1e-5, 1e-2]},"
+             " \"opt\": {\"name\": {\"choice\": [\"adam\", \"sgd\"]}}},"
+             " \"scheduler\": {\"type\": \"asha\", \"max_t\": 9, \"reduction_factor\": 3},"
+             " \"trainer\": {\"type\": \"synthetic\", \"iterations\": 9}}",
+             dir);
+    tune_study *s = study_from(json);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    char *best_live = NULL, *best_open = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &best_live, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT], c2[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    tune_study_free(s);
+
+    /* Running again into the same folder is refused: nothing recorded is overwritten. */
+    s = study_from(json);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_ESTORE);
+    tune_study_free(s);
+
+    char path[1200];
+    snprintf(path, sizeof path, "%s/exp", dir);
+    ck_assert_int_eq(tune_study_open(path, &s, &err), TUNE_OK);
+    counts(s, c2);
+    for (int i = 0; i < TUNE_TRIAL_STATUS_COUNT; i++)
+        ck_assert_int_eq(c[i], c2[i]);
+    ck_assert_int_eq(tune_study_best_json(s, &best_open, NULL), TUNE_OK);
+    /* The stored config keeps nesting and the time differs only in rounding. */
+    ck_assert_msg(strncmp(best_live, best_open, strlen(best_live) - 25) == 0, "%s\n%s", best_live,
+                  best_open);
+    ck_assert_ptr_nonnull(strstr(best_open, "\"opt\":{\"name\":"));
+    tune_free(best_live);
+    tune_free(best_open);
+    tune_study_free(s);
+
+    snprintf(path, sizeof path, "%s/exp/results.csv", dir);
+    char *csv = tune_test_slurp(path);
+    ck_assert_ptr_nonnull(csv);
+    ck_assert_msg(strncmp(csv, "trial_id,status,training_iteration,config/lr,config/opt/name,",
+                          61) == 0,
+                  "header: %.200s", csv);
+    int rows = 0;
+    for (char *p = csv; *p; p++)
+        rows += *p == '\n';
+    ck_assert_int_eq(rows, 13);
+    free(csv);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(no_objective_is_a_config_error)
+{
+    tune_study *s = study_from("{\"storage\": \":memory:\"}");
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.text, "no objective"));
+    tune_study_free(s);
+}
+END_TEST
+
+static Suite *study_suite(void)
+{
+    Suite *s = suite_create("study");
+    TCase *tc = tcase_create("controller");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, fifo_all_terminate);
+    tcase_add_test(tc, retry_then_succeed);
+    tcase_add_test(tc, errors_do_not_stop_the_sweep);
+    tcase_add_test(tc, nan_is_worst_and_never_best);
+    tcase_add_test(tc, stop_training_iteration_and_threshold);
+    tcase_add_test(tc, same_seed_same_configs_any_concurrency);
+    tcase_add_test(tc, request_stop_interrupts);
+    tcase_add_test(tc, store_run_reopened);
+    tcase_add_test(tc, no_objective_is_a_config_error);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TUNE_CHECK_MAIN(study_suite)

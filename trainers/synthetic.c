@@ -1,0 +1,98 @@
+/*
+ * synthetic.c - a deterministic fake fine-tuning run, for tests, demos and
+ * benchmarks.
+ *
+ * The curve is the one of ../shared/bench/peers/optuna_overhead.py part d, so
+ * tune and Optuna can be compared on the same problem:
+ *   asym = 0.93 - 0.06 dl^2 - 0.4 (wd - 0.05)^2 - pen(batch) - 0.002 |warmup - 3|,
+ *          dl = log10(lr) - log10(3e-4), asym >= 0.3
+ *   k    = 0.04 + 0.3 min(1, sqrt(lr / 1e-3))      (large lr learns fast, plateaus low)
+ *   acc(step) = asym (1 - 0.7 exp(-k step)) + N(0, noise)
+ * pen(16) = 0.01, pen(32) = 0, pen(64) = 0.015 as in the peer, extended to any
+ * batch size as 0.01 log2(32/b)^2 below 32 and 0.015 log2(b/32)^2 above.
+ * Parameters it does not know are ignored; missing ones take the optimum
+ * (lr 3e-4, weight_decay 0.05, batch_size 32, warmup_steps 3), so any
+ * param_space works. warmup_steps may also be called warmup, as in the peer.
+ * Noise and failures come from the trial's own seed, so a trial's curve is
+ * reproducible; failures also depend on the attempt, so a retry can succeed.
+ */
+#include "trainer.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <time.h>
+
+#include "tune/config.h"
+#include "tune/rng.h"
+
+double tunep_synthetic_curve(double lr, double weight_decay, double batch_size, double warmup,
+                             int64_t iteration)
+{
+    if (!(lr > 0))
+        lr = 1e-12;
+    if (!(batch_size > 0))
+        batch_size = 1;
+    double dl = log10(lr) - log10(3e-4);
+    double pen = batch_size < 32 ? 0.01 * pow(log2(32.0 / batch_size), 2)
+                                 : 0.015 * pow(log2(batch_size / 32.0), 2);
+    double asym = 0.93 - 0.06 * dl * dl - 0.4 * (weight_decay - 0.05) * (weight_decay - 0.05) -
+                  pen - 0.002 * fabs(warmup - 3.0);
+    if (asym < 0.3)
+        asym = 0.3;
+    double k = 0.04 + 0.3 * fmin(1.0, sqrt(lr / 1e-3));
+    return asym * (1.0 - 0.7 * exp(-k * (double)iteration));
+}
+
+static void sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data)
+{
+    const struct tunep_synthetic_config *cfg = user_data;
+    double lr = tune_trial_get_double_or(trial, "lr", 3e-4);
+    double wd = tune_trial_get_double_or(trial, "weight_decay", 0.05);
+    double bs = tune_trial_get_double_or(trial, "batch_size", 32);
+    double warm = tune_trial_get_double_or(trial, "warmup_steps",
+                                           tune_trial_get_double_or(trial, "warmup", 3));
+    gsl_rng *noise = gsl_rng_alloc(tunep_rng_xoshiro256);
+    gsl_rng *fail = gsl_rng_alloc(tunep_rng_xoshiro256);
+    tune_status st = TUNE_OK;
+    if (!noise || !fail) {
+        tune_trial_set_error(trial, "out of memory");
+        st = TUNE_ENOMEM;
+        goto out;
+    }
+    gsl_rng_set(noise, (unsigned long)tune_trial_seed(trial));
+    gsl_rng_set(fail, (unsigned long)tunep_splitmix64(tune_trial_seed(trial) +
+                                                      (uint64_t)tune_trial_attempt(trial)));
+    const char *names[2] = {"val_accuracy", "true_accuracy"};
+    for (int64_t it = 1; it <= cfg->iterations; it++) {
+        sleep_s(cfg->sleep_s);
+        double truth = tunep_synthetic_curve(lr, wd, bs, warm, it);
+        double values[2] = {truth + (cfg->noise > 0 ? gsl_ran_gaussian(noise, cfg->noise) : 0.0),
+                            truth};
+        if (cfg->fail_prob > 0 && gsl_rng_uniform(fail) < cfg->fail_prob) {
+            tune_trial_set_error(trial, "synthetic failure at iteration %lld", (long long)it);
+            st = TUNE_EFAILED;
+            goto out;
+        }
+        st = tune_trial_report(trial, cfg->report_true ? 2 : 1, names, values);
+        if (st == TUNE_ESTOP) {
+            st = TUNE_OK;
+            break;
+        }
+        if (st != TUNE_OK)
+            break;
+    }
+out:
+    gsl_rng_free(noise);
+    gsl_rng_free(fail);
+    return st;
+}

@@ -1,0 +1,22 @@
+/*
+ * trainer.h - built-in objectives. Each implements tune_objective_fn on top of
+ * the public trial API only, exactly as a user's objective would.
+ */
+#ifndef TUNE_TRAINER_H
+#define TUNE_TRAINER_H
+
+#include "tune.h"
+
+struct tunep_synthetic_config;
+
+/*
+ * The synthetic trainer: a deterministic learning curve with a known optimum
+ * (user_data is a const struct tunep_synthetic_config *). See synthetic.c.
+ */
+tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data);
+
+/* The synthetic curve without noise, for tests and benchmarks. */
+double tunep_synthetic_curve(double lr, double weight_decay, double batch_size, double warmup,
+                             int64_t iteration);
+
+#endif /* TUNE_TRAINER_H */

@@ -1,0 +1,30 @@
+/*
+ * cli.h - the `tune` command's subcommands. The CLI sees only tune.h (curl's
+ * tool rule): everything it shows comes through the public API.
+ */
+#ifndef TUNE_CLI_H
+#define TUNE_CLI_H
+
+#include "tune.h"
+
+/* Exit codes, as documented in README.md. */
+enum {
+    CLI_OK = 0,
+    CLI_FAILED = 1, /* the run failed, was interrupted, or trials errored */
+    CLI_USAGE = 2,  /* bad command line or config */
+};
+
+int cli_run(int argc, char **argv);
+int cli_validate(int argc, char **argv);
+int cli_status(int argc, char **argv);
+int cli_best(int argc, char **argv);
+int cli_export(int argc, char **argv);
+
+/* Prints "tune: <formatted error>" to stderr. */
+void cli_print_error(const tune_error *err);
+/* Exit code for a library status: config and usage problems are 2, the rest 1. */
+int cli_exit_code(tune_status st);
+/* Whether argv[i] asks for help. */
+int cli_is_help(const char *arg);
+
+#endif /* TUNE_CLI_H */

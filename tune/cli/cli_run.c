@@ -1,0 +1,203 @@
+/*
+ * cli_run.c - `tune run` and `tune validate`.
+ *
+ * The sweep runs on a second thread while the main thread shows progress:
+ * in a terminal a table redrawn in place twice a second (as Ray's reporter),
+ * otherwise one plain line every 10 seconds. SIGINT and SIGTERM ask the study
+ * to stop (tune_study_request_stop is async-signal-safe); running trials are
+ * put back to PENDING, the store stays consistent and the CSVs are written.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static tune_study *volatile running_study;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (running_study)
+        tune_study_request_stop(running_study);
+}
+
+static void log_to_stderr(tune_log_level level, const char *msg, void *ud)
+{
+    (void)ud;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "tune: %s: %s\n", names[level < TUNE_LOG_LEVEL_COUNT ? level : 0], msg);
+}
+
+struct run_job {
+    tune_study *study;
+    tune_error err;
+    tune_status st;
+    volatile int done;
+};
+
+static void *run_thread(void *arg)
+{
+    struct run_job *job = arg;
+    job->st = tune_study_run(job->study, &job->err);
+    job->done = 1;
+    return NULL;
+}
+
+static void nap(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static void show_progress(tune_study *study, int tty, int final)
+{
+    if (tty) {
+        char *text = NULL;
+        if (tune_study_progress_text(study, 20, &text, NULL) == TUNE_OK) {
+            /* Home the cursor and clear the screen below it, then draw. */
+            fputs("\033[H\033[J", stdout);
+            fputs(text, stdout);
+            fflush(stdout);
+        }
+        tune_free(text);
+        return;
+    }
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(study, c);
+    printf("%s: %lld pending, %lld running, %lld terminated, %lld stopped, %lld error%s\n",
+           tune_study_name(study), (long long)c[TUNE_TRIAL_PENDING],
+           (long long)c[TUNE_TRIAL_RUNNING], (long long)c[TUNE_TRIAL_TERMINATED],
+           (long long)c[TUNE_TRIAL_STOPPED], (long long)c[TUNE_TRIAL_ERROR],
+           final ? " (done)" : "");
+    fflush(stdout);
+}
+
+int cli_run(int argc, char **argv)
+{
+    const char *config = NULL, *storage = NULL;
+    int quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: tune run CONFIG [--storage DIR] [--quiet]\n"
+                   "Runs the sweep; results go to DIR (default: the config's storage, or\n"
+                   "tune_results/<name>): experiment.db, results.csv, progress.csv.\n");
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+            quiet = 1;
+        } else if (strcmp(argv[i], "--storage") == 0 && i + 1 < argc) {
+            storage = argv[++i];
+        } else if (strncmp(argv[i], "--storage=", 10) == 0) {
+            storage = argv[i] + 10;
+        } else if (argv[i][0] == '-' || config) {
+            fprintf(stderr, "tune run: unexpected argument '%s' (see tune run --help)\n", argv[i]);
+            return CLI_USAGE;
+        } else {
+            config = argv[i];
+        }
+    }
+    if (!config) {
+        fprintf(stderr, "tune run: missing CONFIG (see tune run --help)\n");
+        return CLI_USAGE;
+    }
+    tune_set_log_callback(log_to_stderr, quiet ? TUNE_LOG_ERROR : TUNE_LOG_WARN, NULL);
+
+    struct run_job job = {0};
+    tune_status st = tune_study_new_from_file(config, &job.study, &job.err);
+    if (st) {
+        cli_print_error(&job.err);
+        return cli_exit_code(st);
+    }
+    if (storage && tune_study_set_storage(job.study, storage) != TUNE_OK) {
+        fprintf(stderr, "tune run: invalid --storage\n");
+        tune_study_free(job.study);
+        return CLI_USAGE;
+    }
+
+    running_study = job.study;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    int tty = isatty(STDOUT_FILENO);
+    pthread_t th;
+    if (pthread_create(&th, NULL, run_thread, &job) != 0) {
+        run_thread(&job);
+    } else {
+        double last_line = 0, t = 0;
+        while (!job.done) {
+            nap(0.1);
+            t += 0.1;
+            if (quiet)
+                continue;
+            if (tty && t - last_line >= 0.5) {
+                show_progress(job.study, 1, 0);
+                last_line = t;
+            } else if (!tty && t - last_line >= 10.0) {
+                show_progress(job.study, 0, 0);
+                last_line = t;
+            }
+        }
+        pthread_join(th, NULL);
+    }
+    running_study = NULL;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+
+    int code = CLI_OK;
+    if (!quiet)
+        show_progress(job.study, tty, 1);
+    if (job.st) {
+        cli_print_error(&job.err);
+        code = job.st == TUNE_ECONFIG ? CLI_USAGE : CLI_FAILED;
+    }
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(job.study, c);
+    if (!job.st && c[TUNE_TRIAL_ERROR] > 0) {
+        fprintf(stderr, "tune: %lld trial(s) ended in ERROR (see the error column of results.csv)\n",
+                (long long)c[TUNE_TRIAL_ERROR]);
+        code = CLI_FAILED;
+    }
+    if (!quiet) {
+        char *best = NULL;
+        if (tune_study_best_json(job.study, &best, NULL) == TUNE_OK)
+            printf("best: %s\n", best);
+        tune_free(best);
+        if (strcmp(tune_study_storage(job.study), ":memory:") != 0)
+            printf("results: %s/results.csv, %s/progress.csv\n", tune_study_storage(job.study),
+                   tune_study_storage(job.study));
+    }
+    tune_study_free(job.study);
+    return code;
+}
+
+int cli_validate(int argc, char **argv)
+{
+    if (argc >= 2 && cli_is_help(argv[1])) {
+        printf("usage: tune validate CONFIG\nChecks the config; writes nothing.\n");
+        return CLI_OK;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "tune validate: expected exactly one CONFIG\n");
+        return CLI_USAGE;
+    }
+    tune_study *study = NULL;
+    tune_error err;
+    tune_status st = tune_study_new_from_file(argv[1], &study, &err);
+    if (st) {
+        cli_print_error(&err);
+        return cli_exit_code(st);
+    }
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(study, c);
+    printf("%s: ok (%lld trials, storage %s)\n", argv[1], (long long)c[TUNE_TRIAL_PENDING],
+           tune_study_storage(study));
+    tune_study_free(study);
+    return CLI_OK;
+}

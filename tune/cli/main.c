@@ -1,0 +1,77 @@
+/*
+ * main.c - `tune`: run sweeps from a JSON config and inspect their results.
+ *
+ * The only place in the project that turns statuses into exit codes and
+ * prints messages (the library never does).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: tune <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG [--storage DIR] [--quiet]   run a sweep described by a JSON config\n"
+    "  validate CONFIG                        check a config without running anything\n"
+    "  status DIR                             counts and best trial of an experiment folder\n"
+    "  best DIR                               the best trial as JSON\n"
+    "  export DIR --csv FILE [--progress]     write results (or every report) as CSV\n"
+    "\n"
+    "options: --help, --version (with any command)\n"
+    "exit status: 0 success, 1 the run failed or trials errored, 2 usage or config error\n"
+    "config keys: configs/README.md\n";
+
+void cli_print_error(const tune_error *err)
+{
+    char buf[1024];
+    fprintf(stderr, "tune: %s\n", tune_error_format(err, buf, sizeof buf));
+}
+
+int cli_exit_code(tune_status st)
+{
+    switch (st) {
+        case TUNE_OK: return CLI_OK;
+        case TUNE_ECONFIG:
+        case TUNE_EINVAL:
+        case TUNE_ENOTFOUND: return CLI_USAGE;
+        default: return CLI_FAILED;
+    }
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("tune %s\n", tune_version());
+            return CLI_OK;
+        }
+    }
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cli_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "validate") == 0)
+        return cli_validate(argc - 1, argv + 1);
+    if (strcmp(cmd, "status") == 0)
+        return cli_status(argc - 1, argv + 1);
+    if (strcmp(cmd, "best") == 0)
+        return cli_best(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0)
+        return cli_export(argc - 1, argv + 1);
+    fprintf(stderr, "tune: unknown command '%s'\n\n%s", cmd, usage);
+    return CLI_USAGE;
+}

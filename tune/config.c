@@ -1,0 +1,591 @@
+/*
+ * config.c - the study config: JSON text -> struct tunep_config, validated.
+ *
+ * Every key is documented in configs/README.md. Unknown keys are errors (a
+ * typo must never be silently ignored), and every error carries the file,
+ * line and column of the offending key or value (config_pos.c) plus the key
+ * path: "config.json:7:12: param_space.lr: loguniform needs 0 < low < high".
+ * jansson is included only by config*.c files: the top level lives here,
+ * param_space in config_space.c and scheduler in config_scheduler.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config_scheduler.h"
+#include "config_space.h"
+
+const char *tunep_search_algo_name(enum tunep_search_algo a)
+{
+    return a == TUNEP_SEARCH_GRID ? "grid" : "random";
+}
+
+const char *tunep_trainer_name(enum tunep_trainer_type t)
+{
+    return t == TUNEP_TRAINER_SYNTHETIC ? "synthetic" : "none";
+}
+
+tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tunep_error_set_at(err, errno == ENOENT ? TUNE_ENOTFOUND : TUNE_EIO, path, 0, 0,
+                                  "cannot open: %s", strerror(errno));
+    struct tunep_buf b;
+    tunep_buf_init(&b);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (b.len + n > TUNEP_MAX_CONFIG_BYTES) {
+            fclose(f);
+            tunep_buf_done(&b);
+            return tunep_error_set_at(err, TUNE_ECONFIG, path, 0, 0,
+                                      "file is larger than the limit of %u bytes",
+                                      TUNEP_MAX_CONFIG_BYTES);
+        }
+        tunep_buf_append(&b, chunk, n);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        tunep_buf_done(&b);
+        return tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "read error");
+    }
+    size_t len = b.len;
+    char *text = tunep_buf_take(&b);
+    if (!text)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory reading '%s'", path);
+    *ret_text = text;
+    *ret_len = len;
+    return TUNE_OK;
+}
+
+/* ---- small typed readers ------------------------------------------------- */
+
+static tune_status want_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               const json_t *v, size_t max, char **ret)
+{
+    if (!json_is_string(v))
+        return tunep_cfg_error(ctx, path, 0, "expected a string");
+    const char *s = json_string_value(v); /* borrowed */
+    if (strlen(s) == 0 || strlen(s) > max)
+        return tunep_cfg_error(ctx, path, 0, "expected a non-empty string of at most %zu bytes",
+                               max);
+    char *copy = tunep_strdup(s);
+    if (!copy)
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    tunep_free(*ret);
+    *ret = copy;
+    return TUNE_OK;
+}
+
+static tune_status want_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                            const json_t *v, int64_t lo, int64_t hi, int64_t *ret)
+{
+    if (!json_is_integer(v))
+        return tunep_cfg_error(ctx, path, 0, "expected an integer");
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return tunep_cfg_error(ctx, path, 0, "expected an integer in [%lld, %lld], got %lld",
+                               (long long)lo, (long long)hi, (long long)x);
+    *ret = (int64_t)x;
+    return TUNE_OK;
+}
+
+static tune_status want_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               const json_t *v, double lo, double hi, double *ret)
+{
+    if (!json_is_number(v))
+        return tunep_cfg_error(ctx, path, 0, "expected a number");
+    double x = json_number_value(v);
+    if (!(x >= lo && x <= hi))
+        return tunep_cfg_error(ctx, path, 0, "expected a number in [%g, %g], got %g", lo, hi, x);
+    *ret = x;
+    return TUNE_OK;
+}
+
+static tune_status want_bool(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                             const json_t *v, int *ret)
+{
+    if (!json_is_boolean(v))
+        return tunep_cfg_error(ctx, path, 0, "expected true or false");
+    *ret = json_is_true(v);
+    return TUNE_OK;
+}
+
+/* Levenshtein distance, for "did you mean" hints on unknown keys. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 64;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t sub = prev + (a[i - 1] != b[j - 1]);
+            size_t del = row[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+static tune_status unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               const char *key, const char *const *known, size_t n_known)
+{
+    const char *best = NULL;
+    size_t best_d = 3; /* suggest only close matches */
+    struct tunep_buf list;
+    tunep_buf_init(&list);
+    for (size_t i = 0; i < n_known; i++) {
+        size_t d = edit_distance(key, known[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = known[i];
+        }
+        tunep_buf_printf(&list, "%s%s", i ? ", " : "", known[i]);
+    }
+    tune_status st;
+    tunep_cfgpath_push_key(path, key);
+    if (best)
+        st = tunep_cfg_error(ctx, path, 1, "unknown key (did you mean '%s'?)", best);
+    else
+        st = tunep_cfg_error(ctx, path, 1, "unknown key (expected one of: %s)",
+                             list.data ? list.data : "");
+    tunep_cfgpath_pop(path);
+    tunep_buf_done(&list);
+    return st;
+}
+
+/* Checks that every key of obj is in known[]. */
+static tune_status check_keys(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *obj, const char *const *known, size_t n_known)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        size_t i;
+        for (i = 0; i < n_known; i++)
+            if (strcmp(key, known[i]) == 0)
+                break;
+        if (i == n_known)
+            return unknown_key(ctx, path, key, known, n_known);
+    }
+    return TUNE_OK;
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+static tune_status parse_search(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                const json_t *obj, struct tunep_config *c)
+{
+    static const char *const known[] = {"algorithm"};
+    if (!json_is_object(obj))
+        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"algorithm\": \"random\"}");
+    tune_status st = check_keys(ctx, path, obj, known, 1);
+    if (st)
+        return st;
+    const json_t *a = json_object_get(obj, "algorithm"); /* borrowed */
+    if (!a)
+        return TUNE_OK;
+    tunep_cfgpath_push_key(path, "algorithm");
+    if (json_is_string(a) && strcmp(json_string_value(a), "random") == 0)
+        c->search = TUNEP_SEARCH_RANDOM;
+    else if (json_is_string(a) && strcmp(json_string_value(a), "grid") == 0)
+        c->search = TUNEP_SEARCH_GRID;
+    else
+        st = tunep_cfg_error(ctx, path, 0, "expected \"random\" or \"grid\"");
+    tunep_cfgpath_pop(path);
+    return st;
+}
+
+static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                 const json_t *obj, struct tunep_config *c)
+{
+    static const char *const synthetic_keys[] = {"type",  "iterations", "sleep_s",
+                                                 "fail_prob", "noise", "report_true"};
+    if (!json_is_object(obj))
+        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
+    const json_t *type = json_object_get(obj, "type"); /* borrowed */
+    tune_status st = TUNE_OK;
+    tunep_cfgpath_push_key(path, "type");
+    if (!type) {
+        tunep_cfgpath_pop(path);
+        return tunep_cfg_error(ctx, path, 0, "missing key 'type' (expected \"synthetic\")");
+    }
+    if (!json_is_string(type) || strcmp(json_string_value(type), "synthetic") != 0)
+        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected \"synthetic\")");
+    tunep_cfgpath_pop(path);
+    if (st)
+        return st;
+    c->trainer = TUNEP_TRAINER_SYNTHETIC;
+    st = check_keys(ctx, path, obj, synthetic_keys, sizeof synthetic_keys / sizeof *synthetic_keys);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (st)
+            break;
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "iterations") == 0)
+            st = want_int(ctx, path, v, 1, 1000000000, &c->synthetic.iterations);
+        else if (strcmp(key, "sleep_s") == 0)
+            st = want_number(ctx, path, v, 0, 86400, &c->synthetic.sleep_s);
+        else if (strcmp(key, "fail_prob") == 0)
+            st = want_number(ctx, path, v, 0, 1, &c->synthetic.fail_prob);
+        else if (strcmp(key, "noise") == 0)
+            st = want_number(ctx, path, v, 0, 1, &c->synthetic.noise);
+        else if (strcmp(key, "report_true") == 0)
+            st = want_bool(ctx, path, v, &c->synthetic.report_true);
+        tunep_cfgpath_pop(path);
+    }
+    return st;
+}
+
+static tune_status parse_stop(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *obj, struct tunep_config *c)
+{
+    if (!json_is_object(obj))
+        return tunep_cfg_error(ctx, path, 0,
+                               "expected an object such as {\"training_iteration\": 10}");
+    size_t n = json_object_size(obj);
+    c->stop.thresholds = tunep_calloc(n ? n : 1, sizeof *c->stop.thresholds);
+    if (!c->stop.thresholds)
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    const char *key;
+    const json_t *v;
+    tune_status st = TUNE_OK;
+    json_object_foreach((json_t *)obj, key, v) {
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "training_iteration") == 0) {
+            st = want_int(ctx, path, v, 1, INT64_MAX, &c->stop.training_iteration);
+        } else if (strcmp(key, "time_budget_s") == 0) {
+            st = want_number(ctx, path, v, 1e-9, 1e12, &c->stop.time_budget_s);
+        } else if (strcmp(key, "time_total_s") == 0 || strlen(key) == 0 ||
+                   strlen(key) > TUNEP_MAX_METRIC_NAME) {
+            st = tunep_cfg_error(ctx, path, 1,
+                                 "expected training_iteration, time_budget_s or a metric name");
+        } else {
+            double x;
+            st = want_number(ctx, path, v, -HUGE_VAL, HUGE_VAL, &x);
+            if (!st) {
+                struct tunep_threshold *t = &c->stop.thresholds[c->stop.n_thresholds];
+                t->metric = tunep_strdup(key);
+                t->value = x;
+                if (!t->metric)
+                    st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+                else
+                    c->stop.n_thresholds++;
+            }
+        }
+        tunep_cfgpath_pop(path);
+        if (st)
+            break;
+    }
+    return st;
+}
+
+static int valid_name(const char *s)
+{
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-' || *p == '.'))
+            return 0;
+    return s[0] != '.';
+}
+
+static long default_concurrency(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_space *given_space,
+                             struct tunep_config *c)
+{
+    static const char *const known[] = {
+        "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
+        "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
+    };
+    struct tunep_cfgpath path = {.depth = 0};
+    if (!json_is_object(root))
+        return tunep_cfg_error(ctx, &path, 0, "expected a JSON object at the top level");
+    tune_status st = check_keys(ctx, &path, root, known, sizeof known / sizeof *known);
+    if (st)
+        return st;
+
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        tunep_cfgpath_push_key(&path, key);
+        if (strcmp(key, "name") == 0) {
+            st = want_string(ctx, &path, v, 128, &c->name);
+            if (!st && !valid_name(c->name))
+                st = tunep_cfg_error(ctx, &path, 0,
+                                     "expected letters, digits, '_', '-' or '.' (it names a folder)");
+        } else if (strcmp(key, "metric") == 0) {
+            st = want_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
+        } else if (strcmp(key, "mode") == 0) {
+            if (json_is_string(v) && strcmp(json_string_value(v), "max") == 0)
+                c->mode_max = 1;
+            else if (json_is_string(v) && strcmp(json_string_value(v), "min") == 0)
+                c->mode_max = 0;
+            else
+                st = tunep_cfg_error(ctx, &path, 0, "expected \"max\" or \"min\"");
+        } else if (strcmp(key, "num_samples") == 0) {
+            st = want_int(ctx, &path, v, 1, TUNEP_MAX_SAMPLES, &c->num_samples);
+        } else if (strcmp(key, "seed") == 0) {
+            int64_t seed;
+            st = want_int(ctx, &path, v, 0, INT64_MAX, &seed);
+            c->seed = (uint64_t)seed;
+            c->seed_given = 1;
+        } else if (strcmp(key, "max_concurrent_trials") == 0) {
+            int64_t n;
+            st = want_int(ctx, &path, v, 1, TUNEP_MAX_CONCURRENT, &n);
+            c->max_concurrent = (int)n;
+        } else if (strcmp(key, "max_failures") == 0) {
+            int64_t n;
+            st = want_int(ctx, &path, v, -1, 1000000, &n);
+            c->max_failures = (int)n;
+        } else if (strcmp(key, "storage") == 0) {
+            st = want_string(ctx, &path, v, 4000, &c->storage);
+        } else if (strcmp(key, "search") == 0) {
+            st = parse_search(ctx, &path, v, c);
+        } else if (strcmp(key, "scheduler") == 0) {
+            st = tunep_config_parse_scheduler(ctx, &path, v, &c->scheduler);
+        } else if (strcmp(key, "trainer") == 0) {
+            st = parse_trainer(ctx, &path, v, c);
+        } else if (strcmp(key, "stop") == 0) {
+            st = parse_stop(ctx, &path, v, c);
+        } else if (strcmp(key, "param_space") == 0) {
+            if (given_space)
+                st = tunep_cfg_error(ctx, &path, 1,
+                                     "not allowed when the space is built in code");
+            else if (!json_is_object(v))
+                st = tunep_cfg_error(ctx, &path, 0, "expected an object of parameters");
+            else
+                st = tunep_config_parse_space(ctx, &path, v, c->space);
+        }
+        tunep_cfgpath_pop(&path);
+        if (st)
+            return st;
+    }
+
+    /* Cross-key rules. */
+    uint64_t grid = tunep_space_grid_size(c->space, c->search == TUNEP_SEARCH_GRID, ctx->err);
+    if (grid == 0) {
+        tunep_cfgpath_push_key(&path, "param_space");
+        char text[sizeof ctx->err->text];
+        snprintf(text, sizeof text, "%s", ctx->err ? ctx->err->text : "grid too large");
+        st = tunep_cfg_error(ctx, &path, 0, "%s", text);
+        tunep_cfgpath_pop(&path);
+        return st;
+    }
+    if ((double)grid * (double)c->num_samples > (double)TUNEP_MAX_TRIALS) {
+        tunep_cfgpath_push_key(&path, "num_samples");
+        st = tunep_cfg_error(ctx, &path, 0,
+                             "%llu grid points x %lld samples exceeds the limit of %lld trials",
+                             (unsigned long long)grid, (long long)c->num_samples,
+                             (long long)TUNEP_MAX_TRIALS);
+        tunep_cfgpath_pop(&path);
+        return st;
+    }
+    if (c->scheduler.type == TUNEP_SCHED_ASHA && c->stop.training_iteration > 0 &&
+        strcmp(c->scheduler.asha.time_attr, "training_iteration") == 0 &&
+        (double)c->stop.training_iteration < c->scheduler.asha.grace_period) {
+        tunep_cfgpath_push_key(&path, "stop");
+        tunep_cfgpath_push_key(&path, "training_iteration");
+        st = tunep_cfg_error(ctx, &path, 0,
+                             "stops every trial before ASHA's grace_period of %g iterations",
+                             c->scheduler.asha.grace_period);
+        return st;
+    }
+    return TUNE_OK;
+}
+
+void tunep_config_done(struct tunep_config *c)
+{
+    if (!c)
+        return;
+    tunep_free(c->name);
+    tunep_free(c->metric);
+    tune_space_free(c->space);
+    for (size_t i = 0; i < c->stop.n_thresholds; i++)
+        tunep_free(c->stop.thresholds[i].metric);
+    tunep_free(c->stop.thresholds);
+    tunep_free(c->storage);
+    tunep_free(c->json);
+    memset(c, 0, sizeof *c);
+}
+
+static void config_defaults(struct tunep_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->mode_max = 1;
+    c->num_samples = 1;
+    c->max_concurrent = (int)default_concurrency();
+    c->max_failures = 0;
+    c->search = TUNEP_SEARCH_RANDOM;
+    tunep_scheduler_config_default(&c->scheduler);
+    c->synthetic.iterations = 100;
+    c->synthetic.noise = 0.005;
+}
+
+tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,
+                               struct tunep_config *out, tune_error *err)
+{
+    struct tunep_cfgctx ctx = {text, len, source ? source : "<string>", err};
+    struct tunep_config c;
+    json_error_t jerr;
+    tune_status st;
+
+    config_defaults(&c);
+    if (space) {
+        c.space = space; /* taken, even on failure */
+    } else if ((st = tune_space_new(&c.space, err)) != TUNE_OK) {
+        return st;
+    }
+    if (len == 0 || strspn(text, " \t\r\n") == len) {
+        st = tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 0, 0,
+                                "empty file (expected a JSON object)");
+        goto fail;
+    }
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr); /* new ref */
+    if (!root) {
+        st = tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, jerr.line, jerr.column, "%s",
+                                jerr.text);
+        goto fail;
+    }
+    st = parse_top(&ctx, root, space, &c);
+    if (!st) {
+        c.json = json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII); /* malloc'd by jansson */
+        char *copy = c.json ? tunep_strdup(c.json) : NULL;
+        free(c.json);
+        c.json = copy;
+        if (!c.json)
+            st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    }
+    json_decref(root);
+    if (st)
+        goto fail;
+    if (!c.name && !(c.name = tunep_strdup("experiment"))) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (!c.metric && !(c.metric = tunep_strdup("val_accuracy"))) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (!c.storage && !(c.storage = tunep_asprintf("tune_results/%s", c.name))) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto fail;
+    }
+    *out = c;
+    return TUNE_OK;
+fail:
+    tunep_config_done(&c);
+    return st;
+}
+
+/* ---- a trial's configuration as nested JSON ------------------------------ */
+
+static json_t *value_json(const struct tunep_value *v)
+{
+    switch (v->type) {
+        case TUNEP_V_DOUBLE: return json_real(v->u.d);
+        case TUNEP_V_INT: return json_integer((json_int_t)v->u.i);
+        case TUNEP_V_STRING: return json_string(v->u.s);
+        case TUNEP_V_BOOL: return json_boolean(v->u.b);
+    }
+    return json_null();
+}
+
+/*
+ * jansson prints reals with "%.17g" (0.1 -> 0.10000000000000001); users read
+ * these configs, so reals go through tunep_format_double (shortest text that
+ * reads back exactly) and keep a '.' or exponent so they stay reals.
+ */
+static void dump_compact(struct tunep_buf *b, const json_t *v)
+{
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *child;
+        int first = 1;
+        tunep_buf_puts(b, "{");
+        json_object_foreach((json_t *)v, key, child) {
+            json_t *k = json_string(key); /* new ref */
+            char *ks = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
+            tunep_buf_printf(b, "%s%s:", first ? "" : ",", ks ? ks : "\"\"");
+            free(ks);
+            json_decref(k);
+            dump_compact(b, child);
+            first = 0;
+        }
+        tunep_buf_puts(b, "}");
+    } else if (json_is_real(v)) {
+        char num[64];
+        double d = json_real_value(v);
+        if (isnan(d) || isinf(d)) {
+            tunep_buf_puts(b, "null");
+            return;
+        }
+        tunep_format_double(num, sizeof num, d);
+        tunep_buf_puts(b, num);
+        if (!strpbrk(num, ".eE"))
+            tunep_buf_puts(b, ".0");
+    } else {
+        char *s = json_dumps(v, JSON_ENCODE_ANY); /* malloc'd by jansson */
+        tunep_buf_puts(b, s ? s : "null");
+        free(s);
+    }
+}
+
+char *tunep_values_json(size_t n, const char *const *names, const struct tunep_value *values)
+{
+    json_t *root = json_object(); /* new ref */
+    if (!root)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = names[i];
+        json_t *obj = root; /* borrowed */
+        const char *slash;
+        while ((slash = strchr(name, '/')) != NULL) {
+            char part[TUNEP_SPACE_MAX_NAME + 1];
+            size_t plen = (size_t)(slash - name);
+            if (plen > TUNEP_SPACE_MAX_NAME)
+                plen = TUNEP_SPACE_MAX_NAME;
+            memcpy(part, name, plen);
+            part[plen] = '\0';
+            json_t *child = json_object_get(obj, part); /* borrowed */
+            if (!json_is_object(child)) {
+                child = json_object();
+                if (!child || json_object_set_new(obj, part, child)) {
+                    json_decref(root);
+                    return NULL;
+                }
+            }
+            obj = child;
+            name = slash + 1;
+        }
+        if (json_object_set_new(obj, name, value_json(&values[i]))) {
+            json_decref(root);
+            return NULL;
+        }
+    }
+    struct tunep_buf b;
+    tunep_buf_init(&b);
+    dump_compact(&b, root);
+    json_decref(root);
+    char *copy = tunep_buf_take(&b);
+    return copy;
+}

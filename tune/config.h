@@ -1,0 +1,91 @@
+/*
+ * config.h - the parsed form of a study's JSON config (configs/README.md).
+ */
+#ifndef TUNE_CONFIG_H
+#define TUNE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "schedulers/scheduler.h"
+#include "search/space.h"
+
+#define TUNEP_MAX_SAMPLES 100000000LL  /* num_samples; the grid multiplies it */
+#define TUNEP_MAX_TRIALS 1000000000LL  /* grid points x num_samples */
+#define TUNEP_MAX_CONCURRENT 4096
+#define TUNEP_MAX_METRIC_NAME 128
+#define TUNEP_MAX_CONFIG_BYTES (16u << 20)
+
+enum tunep_search_algo {
+    TUNEP_SEARCH_RANDOM = 0, /* Ray's BasicVariantGenerator: grid axes expanded, the rest drawn */
+    TUNEP_SEARCH_GRID = 1,   /* the same, with every choice expanded as a grid axis too */
+};
+
+enum tunep_trainer_type {
+    TUNEP_TRAINER_NONE = 0,  /* the C API sets an objective */
+    TUNEP_TRAINER_SYNTHETIC = 1,
+};
+
+struct tunep_synthetic_config {
+    int64_t iterations; /* reports per trial unless stopped earlier; 100 */
+    double sleep_s;     /* per iteration; 0 */
+    double fail_prob;   /* per iteration; 0 */
+    double noise;       /* sd of the Gaussian noise on val_accuracy; 0.005 */
+    int report_true;    /* also report the noise-free "true_accuracy"; 0 */
+};
+
+struct tunep_threshold {
+    char *metric;
+    double value;
+};
+
+struct tunep_stop_config {
+    int64_t training_iteration; /* 0: none */
+    double time_budget_s;       /* 0: none */
+    size_t n_thresholds;
+    struct tunep_threshold *thresholds;
+};
+
+struct tunep_config {
+    char *name;
+    char *metric;
+    int mode_max;                 /* 1 for "max", 0 for "min" */
+    int64_t num_samples;
+    uint64_t seed;
+    int seed_given;
+    int max_concurrent;
+    int max_failures;             /* -1: retry forever */
+    tune_space *space;            /* owned */
+    enum tunep_search_algo search;
+    struct tunep_scheduler_config scheduler;
+    enum tunep_trainer_type trainer;
+    struct tunep_synthetic_config synthetic;
+    struct tunep_stop_config stop;
+    char *storage;                /* experiment folder or ":memory:" */
+    char *json;                   /* the config as given, compact, for the store */
+};
+
+/*
+ * Parses and validates a config document. When `space` is not NULL the config
+ * must not have a param_space and the space is taken (even on failure).
+ * `source` names the document in errors. On failure out is left empty.
+ */
+tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,
+                               struct tunep_config *out, tune_error *err);
+void tunep_config_done(struct tunep_config *c);
+
+/* "random" / "grid"; "fifo" / "asha"; "synthetic" / "none". Static strings. */
+const char *tunep_search_algo_name(enum tunep_search_algo a);
+const char *tunep_trainer_name(enum tunep_trainer_type t);
+
+/* Reads a whole file (limit TUNEP_MAX_CONFIG_BYTES) into a NUL-terminated buffer. */
+tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err);
+
+/*
+ * The JSON object of a trial's configuration, nested back along the '/' of
+ * flattened names. Caller frees with tunep_free.
+ */
+char *tunep_values_json(size_t n, const char *const *names, const struct tunep_value *values);
+
+#endif /* TUNE_CONFIG_H */

@@ -1,0 +1,578 @@
+/*
+ * study.c - the study: creation from a config, the worker pool, and the
+ * trial life cycle PENDING -> RUNNING -> TERMINATED | STOPPED | ERROR.
+ *
+ * Trial i's configuration is a pure function of (seed, i): its own random
+ * stream (rng.h) and, for grid axes, i modulo the grid size, as Ray's variant
+ * generator repeats the whole grid num_samples times. Workers take the next
+ * trial under the study lock, run the objective outside it, and finish the
+ * trial under it again. A failed attempt is retried (same id, same config)
+ * up to max_failures times before the trial ends as ERROR; the sweep goes on.
+ */
+#include "study.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rng.h"
+#include "trainers/trainer.h"
+
+/* ---- time ---------------------------------------------------------------- */
+
+double tunep_now_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double tunep_now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+void tunep_trial_rec_free(struct tunep_trial_rec *r, int own_strings, size_t n_params)
+{
+    if (!r)
+        return;
+    if (own_strings && r->values)
+        for (size_t i = 0; i < n_params; i++)
+            if (r->values[i].type == TUNEP_V_STRING)
+                tunep_free((char *)r->values[i].u.s);
+    tunep_free(r->values);
+    tunep_free(r->last);
+    tunep_free(r->error);
+    tunep_free(r);
+}
+
+void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st)
+{
+    s->counts[r->status]--;
+    r->status = st;
+    s->counts[st]++;
+}
+
+long tunep_study_metric_id(struct tune_study *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_metrics; i++)
+        if (strcmp(s->metric_names[i], name) == 0)
+            return (long)i;
+    if (s->n_metrics == s->cap_metrics) {
+        size_t cap = s->cap_metrics ? s->cap_metrics * 2 : 8;
+        char **p = tunep_realloc(s->metric_names, s->n_metrics * sizeof *p, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->metric_names = p;
+        s->cap_metrics = cap;
+    }
+    char *copy = tunep_strdup(name);
+    if (!copy)
+        return -1;
+    s->metric_names[s->n_metrics] = copy;
+    if (strcmp(name, s->cfg.metric) == 0)
+        s->main_metric = (long)s->n_metrics;
+    return (long)s->n_metrics++;
+}
+
+int64_t tunep_study_best_trial(const struct tune_study *s)
+{
+    int64_t best = -1;
+    double best_score = -HUGE_VAL;
+    if (s->main_metric < 0)
+        return -1;
+    for (int64_t i = 0; i < s->n_trials; i++) {
+        const struct tunep_trial_rec *r = s->trials[i];
+        if ((size_t)s->main_metric >= r->n_last)
+            continue;
+        double v = r->last[s->main_metric];
+        if (isnan(v))
+            continue;
+        double score = s->sign * v;
+        if (best < 0 || score > best_score) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static tune_status study_alloc(struct tune_study **ret, tune_error *err)
+{
+    struct tune_study *s = tunep_calloc(1, sizeof *s);
+    if (!s)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    if (pthread_mutex_init(&s->lock, NULL)) {
+        tunep_free(s);
+        return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
+    }
+    s->main_metric = -1;
+    atomic_init(&s->stop_requested, 0);
+    *ret = s;
+    return TUNE_OK;
+}
+
+static tune_status study_from_config(const char *text, size_t len, const char *source,
+                                     tune_space *space, tune_study **ret, tune_error *err)
+{
+    struct tune_study *s = NULL;
+    tune_status st = study_alloc(&s, err);
+    if (st) {
+        tune_space_free(space);
+        return st;
+    }
+    st = tunep_config_parse(text, len, source, space, &s->cfg, err);
+    if (st) {
+        tune_study_free(s);
+        return st;
+    }
+    s->n_params = s->cfg.space->n;
+    s->param_names = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *s->param_names);
+    if (!s->param_names) {
+        tune_study_free(s);
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < s->n_params; i++)
+        s->param_names[i] = s->cfg.space->params[i].name;
+    if (!s->cfg.seed_given)
+        s->cfg.seed = tunep_splitmix64((uint64_t)(tunep_now_wall() * 1e6) ^ (uint64_t)getpid());
+    s->sign = s->cfg.mode_max ? 1.0 : -1.0;
+    s->expand_choices = s->cfg.search == TUNEP_SEARCH_GRID;
+    uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
+    s->total_trials = (int64_t)grid * s->cfg.num_samples;
+    if (s->cfg.trainer == TUNEP_TRAINER_SYNTHETIC) {
+        s->fn = tunep_synthetic_objective;
+        s->fn_data = &s->cfg.synthetic;
+    }
+    *ret = s;
+    return TUNE_OK;
+}
+
+tune_status tune_study_new_from_json(const char *json, const char *source, tune_study **ret_study,
+                                     tune_error *err)
+{
+    if (!json || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "json and ret_study must not be NULL");
+    return study_from_config(json, strlen(json), source, NULL, ret_study, err);
+}
+
+tune_status tune_study_new_with_space(const char *json, tune_space *space, tune_study **ret_study,
+                                      tune_error *err)
+{
+    if (!json || !space || !ret_study) {
+        tune_space_free(space);
+        return tunep_error_set(err, TUNE_EINVAL, "json, space and ret_study must not be NULL");
+    }
+    return study_from_config(json, strlen(json), NULL, space, ret_study, err);
+}
+
+tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, tune_error *err)
+{
+    if (!path || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "path and ret_study must not be NULL");
+    char *text;
+    size_t len;
+    tune_status st = tunep_read_file(path, &text, &len, err);
+    if (st)
+        return st;
+    st = study_from_config(text, len, path, NULL, ret_study, err);
+    tunep_free(text);
+    return st;
+}
+
+void tune_study_free(tune_study *s)
+{
+    if (!s)
+        return;
+    for (int64_t i = 0; i < s->n_trials; i++)
+        tunep_trial_rec_free(s->trials[i], s->readonly, s->n_params);
+    tunep_free(s->trials);
+    tunep_free(s->retry);
+    for (size_t i = 0; i < s->n_metrics; i++)
+        tunep_free(s->metric_names[i]);
+    tunep_free(s->metric_names);
+    if (s->readonly && s->param_names)
+        for (size_t i = 0; i < s->n_params; i++)
+            tunep_free((char *)s->param_names[i]);
+    tunep_free(s->param_names);
+    tunep_scheduler_free(s->sched);
+    tunep_store_close(s->store);
+    tunep_config_done(&s->cfg);
+    pthread_mutex_destroy(&s->lock);
+    tunep_free(s);
+}
+
+tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *user_data)
+{
+    if (!s || !fn || s->readonly)
+        return TUNE_EINVAL;
+    s->fn = fn;
+    s->fn_data = user_data;
+    return TUNE_OK;
+}
+
+tune_status tune_study_set_storage(tune_study *s, const char *dir)
+{
+    if (!s || !dir || !*dir || s->readonly || s->has_run)
+        return TUNE_EINVAL;
+    char *copy = tunep_strdup(dir);
+    if (!copy)
+        return TUNE_ENOMEM;
+    tunep_free(s->cfg.storage);
+    s->cfg.storage = copy;
+    return TUNE_OK;
+}
+
+const char *tune_study_storage(const tune_study *s)
+{
+    return s ? s->cfg.storage : NULL;
+}
+
+const char *tune_study_name(const tune_study *s)
+{
+    return s ? s->cfg.name : NULL;
+}
+
+void tune_study_request_stop(tune_study *s)
+{
+    if (s)
+        atomic_store(&s->stop_requested, 1);
+}
+
+void tune_study_counts(tune_study *s, int64_t ret_counts[TUNE_TRIAL_STATUS_COUNT])
+{
+    if (!s || !ret_counts)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < TUNE_TRIAL_STATUS_COUNT; i++)
+        ret_counts[i] = s->counts[i];
+    /* Trials not yet generated are pending too. */
+    ret_counts[TUNE_TRIAL_PENDING] += s->total_trials - s->n_trials;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- storage ------------------------------------------------------------- */
+
+static int is_memory(const char *storage)
+{
+    return strcmp(storage, ":memory:") == 0;
+}
+
+/* mkdir -p */
+static tune_status make_dirs(const char *path, tune_error *err)
+{
+    char *p = tunep_strdup(path);
+    if (!p)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    for (char *q = p + 1;; q++) {
+        if (*q == '/' || *q == '\0') {
+            char c = *q;
+            *q = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                tune_status st = tunep_error_set_at(err, TUNE_EIO, p, 0, 0,
+                                                    "cannot create folder: %s", strerror(errno));
+                tunep_free(p);
+                return st;
+            }
+            *q = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    tunep_free(p);
+    return TUNE_OK;
+}
+
+static tune_status open_storage(struct tune_study *s, tune_error *err)
+{
+    if (is_memory(s->cfg.storage))
+        return TUNE_OK;
+    tune_status st = make_dirs(s->cfg.storage, err);
+    if (st)
+        return st;
+    char *db = tunep_asprintf("%s/experiment.db", s->cfg.storage);
+    if (!db)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    if (access(db, F_OK) == 0) {
+        st = tunep_error_set_at(err, TUNE_ESTORE, s->cfg.storage, 0, 0,
+                                "already holds an experiment (choose another --storage or name, "
+                                "or remove the folder)");
+        tunep_free(db);
+        return st;
+    }
+    struct tunep_store_experiment exp = {
+        .name = s->cfg.name,
+        .config_json = s->cfg.json,
+        .metric = s->cfg.metric,
+        .mode = s->cfg.mode_max ? "max" : "min",
+        .version = tune_version(),
+        .seed = s->cfg.seed,
+        .created = tunep_now_wall(),
+    };
+    st = tunep_store_create(db, &exp, s->cfg.space, &s->store, err);
+    tunep_free(db);
+    return st;
+}
+
+tune_status tunep_study_export_all(struct tune_study *s, tune_error *err)
+{
+    if (!s->store)
+        return TUNE_OK;
+    char *results = tunep_asprintf("%s/results.csv", s->cfg.storage);
+    char *progress = tunep_asprintf("%s/progress.csv", s->cfg.storage);
+    tune_status st = TUNE_ENOMEM;
+    if (results && progress) {
+        st = tunep_export_results_csv(s->store, results, err);
+        if (!st)
+            st = tunep_export_progress_csv(s->store, progress, err);
+    } else {
+        tunep_error_set(err, st, "out of memory");
+    }
+    tunep_free(results);
+    tunep_free(progress);
+    return st;
+}
+
+/* ---- the worker pool ----------------------------------------------------- */
+
+/* Records a store failure; every worker stops at its next chance. Lock held. */
+static void set_fatal(struct tune_study *s, const tune_error *e)
+{
+    if (!s->fatal) {
+        s->fatal = 1;
+        s->fatal_err = *e;
+        tunep_log(TUNE_LOG_ERROR, "%s", e->text);
+    }
+}
+
+static struct tunep_trial_rec *new_trial(struct tune_study *s, gsl_rng *r)
+{
+    if (s->n_trials == s->cap_trials) {
+        int64_t cap = s->cap_trials ? s->cap_trials * 2 : 64;
+        struct tunep_trial_rec **p = tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p,
+                                                   (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        s->trials = p;
+        s->cap_trials = cap;
+    }
+    struct tunep_trial_rec *rec = tunep_calloc(1, sizeof *rec);
+    if (!rec)
+        return NULL;
+    rec->values = tunep_calloc(s->cfg.space->n ? s->cfg.space->n : 1, sizeof *rec->values);
+    if (!rec->values) {
+        tunep_free(rec);
+        return NULL;
+    }
+    rec->id = s->n_trials;
+    rec->status = TUNE_TRIAL_PENDING;
+    uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SAMPLE));
+    tunep_space_sample(s->cfg.space, r, (uint64_t)rec->id % grid, s->expand_choices, rec->values);
+    s->trials[s->n_trials++] = rec;
+    s->counts[TUNE_TRIAL_PENDING]++;
+    return rec;
+}
+
+static int budget_left(struct tune_study *s)
+{
+    if (s->cfg.stop.time_budget_s > 0 &&
+        tunep_now_monotonic() - s->t_start >= s->cfg.stop.time_budget_s)
+        s->budget_exhausted = 1;
+    return !s->budget_exhausted;
+}
+
+/* The next trial to run, RUNNING on return; NULL when there is none. Lock held. */
+static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
+{
+    if (s->fatal || atomic_load(&s->stop_requested) || !budget_left(s))
+        return NULL;
+    struct tunep_trial_rec *rec = NULL;
+    if (s->head_retry < s->n_retry) {
+        rec = s->trials[s->retry[s->head_retry++]];
+    } else if (s->n_trials < s->total_trials) {
+        rec = new_trial(s, r);
+        if (!rec) {
+            tune_error e;
+            tunep_error_set(&e, TUNE_ENOMEM, "out of memory creating trial %lld",
+                            (long long)s->n_trials);
+            set_fatal(s, &e);
+            return NULL;
+        }
+    } else {
+        return NULL;
+    }
+    rec->attempt++;
+    rec->iteration = 0;
+    rec->time_total_s = 0;
+    rec->start_wall = tunep_now_wall();
+    tunep_study_set_status(s, rec, TUNE_TRIAL_RUNNING);
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SCHEDULER));
+    tunep_scheduler_on_trial_add(s->sched, rec->id, gsl_rng_uniform(r));
+    if (s->store) {
+        tune_error e;
+        if (tunep_store_trial_start(s->store, rec->id, rec->attempt, s->cfg.space, rec->values,
+                                    rec->start_wall, &e))
+            set_fatal(s, &e);
+    }
+    return rec;
+}
+
+/* Ends an attempt: decides the status from the end reason and the objective's status. Lock held. */
+static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret)
+{
+    struct tunep_trial_rec *rec = t->rec;
+    tune_trial_status status;
+    const char *error = NULL;
+    if (t->end == TUNEP_END_INTERRUPTED) {
+        status = TUNE_TRIAL_PENDING;
+    } else if (t->end == TUNEP_END_STOPPED) {
+        status = TUNE_TRIAL_STOPPED;
+    } else if (t->end == TUNEP_END_TERMINATED || ret == TUNE_OK || ret == TUNE_ESTOP) {
+        status = TUNE_TRIAL_TERMINATED;
+    } else {
+        if (!t->error[0])
+            snprintf(t->error, sizeof t->error, "objective returned %s", tune_strerror(ret));
+        error = t->error;
+        tunep_free(rec->error);
+        rec->error = tunep_strdup(t->error);
+        tunep_log(TUNE_LOG_WARN, "trial %lld attempt %d failed: %s", (long long)rec->id,
+                  rec->attempt, t->error);
+        int retries_left = s->cfg.max_failures < 0 || rec->attempt <= s->cfg.max_failures;
+        if (retries_left && !atomic_load(&s->stop_requested) && !s->fatal) {
+            status = TUNE_TRIAL_PENDING;
+            if (s->n_retry == s->cap_retry) {
+                int64_t cap = s->cap_retry ? s->cap_retry * 2 : 16;
+                int64_t *p = tunep_realloc(s->retry, (size_t)s->n_retry * sizeof *p,
+                                           (size_t)cap * sizeof *p);
+                if (p) {
+                    s->retry = p;
+                    s->cap_retry = cap;
+                }
+            }
+            if (s->n_retry < s->cap_retry)
+                s->retry[s->n_retry++] = rec->id;
+            else
+                status = TUNE_TRIAL_ERROR;
+        } else {
+            status = TUNE_TRIAL_ERROR;
+        }
+    }
+    rec->time_total_s = tunep_now_monotonic() - t->t0;
+    tunep_study_set_status(s, rec, status);
+    if (status != TUNE_TRIAL_PENDING || error) {
+        int has = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last && rec->iteration > 0;
+        double score = has ? s->sign * rec->last[s->main_metric] : -HUGE_VAL;
+        if (isnan(score))
+            score = -HUGE_VAL;
+        tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->iteration > 0,
+                                          (double)rec->iteration, score);
+    }
+    if (s->store && !s->fatal) {
+        tune_error e;
+        if (tunep_store_trial_end(s->store, rec->id, rec->attempt, status, rec->iteration,
+                                  rec->time_total_s, tunep_now_wall(), error, &e) ||
+            tunep_store_commit(s->store, &e))
+            set_fatal(s, &e);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct tune_study *s = arg;
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    if (!r) {
+        pthread_mutex_lock(&s->lock);
+        tune_error e;
+        tunep_error_set(&e, TUNE_ENOMEM, "out of memory allocating a random stream");
+        set_fatal(s, &e);
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        struct tunep_trial_rec *rec = next_trial(s, r);
+        if (!rec)
+            break;
+        struct tune_trial t = {.study = s, .rec = rec, .end = TUNEP_END_NONE};
+        t.t0 = tunep_now_monotonic();
+        pthread_mutex_unlock(&s->lock);
+        tune_status ret = s->fn(&t, s->fn_data);
+        pthread_mutex_lock(&s->lock);
+        finish_trial(s, &t, ret);
+    }
+    pthread_mutex_unlock(&s->lock);
+    gsl_rng_free(r);
+    return NULL;
+}
+
+tune_status tune_study_run(tune_study *s, tune_error *err)
+{
+    if (!s)
+        return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    if (s->has_run)
+        return tunep_error_set(err, TUNE_EINVAL, "this study has already run");
+    if (!s->fn)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "no objective: set trainer.type in the config or call "
+                               "tune_study_set_objective()");
+    s->has_run = 1;
+    tune_status st = tunep_scheduler_new(&s->cfg.scheduler, &s->sched, err);
+    if (st)
+        return st;
+    st = open_storage(s, err);
+    if (st)
+        return st;
+    s->t_start = tunep_now_monotonic();
+    s->wall_start = tunep_now_wall();
+
+    int64_t n_workers = s->cfg.max_concurrent;
+    if (n_workers > s->total_trials)
+        n_workers = s->total_trials;
+    if (n_workers <= 1) {
+        worker_main(s);
+    } else {
+        pthread_t *threads = tunep_calloc((size_t)n_workers, sizeof *threads);
+        if (!threads)
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        int64_t started = 0;
+        for (; started < n_workers; started++)
+            if (pthread_create(&threads[started], NULL, worker_main, s) != 0)
+                break;
+        if (started == 0)
+            worker_main(s);
+        for (int64_t i = 0; i < started; i++)
+            pthread_join(threads[i], NULL);
+        tunep_free(threads);
+    }
+
+    if (s->fatal) {
+        if (err)
+            *err = s->fatal_err;
+        return s->fatal_err.code ? s->fatal_err.code : TUNE_ESTORE;
+    }
+    if (s->store && tunep_store_commit(s->store, err))
+        return TUNE_ESTORE;
+    st = tunep_study_export_all(s, err);
+    if (st)
+        return st;
+    if (atomic_load(&s->stop_requested))
+        return tunep_error_set(err, TUNE_EINTERRUPTED,
+                               "interrupted: %lld of %lld trials finished; the store is consistent",
+                               (long long)(s->counts[TUNE_TRIAL_TERMINATED] +
+                                           s->counts[TUNE_TRIAL_STOPPED] +
+                                           s->counts[TUNE_TRIAL_ERROR]),
+                               (long long)s->total_trials);
+    return TUNE_OK;
+}

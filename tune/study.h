@@ -1,0 +1,99 @@
+/*
+ * study.h - the study and trial structures shared by study.c (lifecycle and
+ * the worker pool), trial.c (what an objective calls) and progress.c.
+ *
+ * Concurrency: one mutex per study guards everything below it; objectives
+ * run outside it. Each report takes the lock once to write the store,
+ * consult the scheduler and answer, so there is no controller thread to hand
+ * reports to and no context switch per report.
+ */
+#ifndef TUNE_STUDY_H
+#define TUNE_STUDY_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+#include "config.h"
+#include "schedulers/scheduler.h"
+#include "search/space.h"
+#include "store.h"
+
+/* Why a trial is ending, decided under the lock by reports or by the study. */
+enum tunep_end_reason {
+    TUNEP_END_NONE = 0,
+    TUNEP_END_TERMINATED, /* max_t or stop.training_iteration reached */
+    TUNEP_END_STOPPED,    /* scheduler, metric threshold or time budget */
+    TUNEP_END_INTERRUPTED /* tune_study_request_stop(): back to PENDING */
+};
+
+/* The study's record of one trial (all attempts). */
+struct tunep_trial_rec {
+    int64_t id;
+    tune_trial_status status;
+    int attempt;            /* attempts started so far (1-based once started) */
+    int64_t iteration;      /* last training_iteration of the current attempt */
+    double time_total_s;    /* of the current attempt */
+    double start_wall;
+    struct tunep_value *values; /* one per parameter; strings borrowed from the space */
+    double *last;           /* last value per interned metric id; NaN when never reported */
+    size_t n_last;
+    char *error;            /* last failure, owned */
+};
+
+struct tune_trial {
+    struct tune_study *study;
+    struct tunep_trial_rec *rec;
+    double t0;              /* monotonic time the attempt started */
+    enum tunep_end_reason end;
+    char error[512];
+};
+
+struct tune_study {
+    struct tunep_config cfg;
+    tune_objective_fn fn;
+    void *fn_data;
+    int readonly;           /* opened from an experiment folder */
+    const char **param_names; /* n_params names: into the space, or owned when readonly */
+    size_t n_params;
+    int has_run;
+
+    pthread_mutex_t lock;
+    struct tunep_store *store;
+    struct tunep_scheduler *sched;
+    double sign;            /* +1 for mode max, -1 for min: scores are sign * metric */
+    int64_t total_trials;   /* grid points x num_samples */
+    int expand_choices;
+
+    struct tunep_trial_rec **trials; /* by id, created in order */
+    int64_t n_trials, cap_trials;
+    int64_t *retry;         /* ids waiting for another attempt (FIFO) */
+    int64_t n_retry, head_retry, cap_retry;
+    int64_t counts[TUNE_TRIAL_STATUS_COUNT];
+
+    char **metric_names;    /* interned, in order of first report */
+    size_t n_metrics, cap_metrics;
+    long main_metric;       /* interned id of cfg.metric, -1 until reported */
+
+    atomic_int stop_requested;
+    int budget_exhausted;
+    int fatal;              /* the store failed: stop everything */
+    tune_error fatal_err;
+    double t_start;         /* monotonic */
+    double wall_start;
+    int64_t n_reports;
+    int64_t n_warned_nan;
+};
+
+/* Interns a metric name; returns its id or -1 on OOM. Lock held. */
+long tunep_study_metric_id(struct tune_study *s, const char *name);
+/* The id of the trial with the best last main-metric value, or -1. Lock held. */
+int64_t tunep_study_best_trial(const struct tune_study *s);
+/* Sets a trial's status and keeps the counts. Lock held. */
+void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st);
+/* Frees a trial record; string values too when they are owned (a study opened from a folder). */
+void tunep_trial_rec_free(struct tunep_trial_rec *r, int own_strings, size_t n_params);
+/* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
+tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);
+
+#endif /* TUNE_STUDY_H */

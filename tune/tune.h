@@ -1,0 +1,471 @@
+/*
+ * tune.h - the one public header of libtune, a hyperparameter tuning engine.
+ *
+ * A study draws trial configurations from a search space, runs an objective on
+ * each (several at once), lets a scheduler stop weak trials early, records
+ * every report in an SQLite store and exports CSV. Everything is configured by
+ * the same JSON document that `tune run config.json` reads (configs/README.md
+ * lists every key); a space can also be built in code.
+ *
+ * A complete program (examples/quickstart.c is this example, built and run by
+ * the tests):
+ *
+ *     #include <math.h>
+ *     #include <stdio.h>
+ *     #include <tune.h>
+ *
+ *     static tune_status objective(tune_trial *trial, void *user_data)
+ *     {
+ *         double lr, acc = 0.0;
+ *         int64_t batch;
+ *         (void)user_data;
+ *         if (tune_trial_get_double(trial, "lr", &lr) || tune_trial_get_int(trial, "batch_size", &batch))
+ *             return TUNE_EINVAL;
+ *         for (int it = 1; it <= 20; it++) {
+ *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch / 64;
+ *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc);
+ *             if (st == TUNE_ESTOP)
+ *                 return TUNE_OK;   // the scheduler stopped this trial: leave promptly
+ *             if (st != TUNE_OK)
+ *                 return st;
+ *         }
+ *         return TUNE_OK;
+ *     }
+ *
+ *     int main(void)
+ *     {
+ *         tune_error err;
+ *         tune_space *space = NULL;
+ *         tune_study *study = NULL;
+ *         char *best = NULL;
+ *         const int64_t batches[] = {16, 32, 64};
+ *
+ *         if (tune_space_new(&space, &err) ||
+ *             tune_space_add_loguniform(space, "lr", 1e-5, 1e-1, 10, &err) ||
+ *             tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
+ *             goto fail;
+ *         // The study takes the space, even when it fails.
+ *         if (tune_study_new_with_space("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
+ *                                       " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
+ *                                       " \"storage\": \":memory:\","
+ *                                       " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
+ *                                       space, &study, &err))
+ *             goto fail;
+ *         tune_study_set_objective(study, objective, NULL);
+ *         if (tune_study_run(study, &err) || tune_study_best_json(study, &best, &err))
+ *             goto fail;
+ *         printf("%s\n", best);
+ *         tune_free(best);
+ *         tune_study_free(study);
+ *         return 0;
+ *     fail:
+ *         fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+ *         tune_study_free(study);
+ *         return 1;
+ *     }
+ *
+ * Conventions: fallible functions return tune_status (TUNE_OK is 0) and take an
+ * optional last `tune_error *err` (may be NULL) that receives the details.
+ * Objects come from *_new and go with *_free, which accept NULL. Strings handed
+ * in are copied; strings handed out as `const char *` are borrowed (their
+ * lifetime is stated), those handed out as `char *` are freed with tune_free().
+ * The library never prints, never exits, and keeps no mutable global state but
+ * the allocator and log hooks, which are set before anything else.
+ */
+#ifndef TUNE_H
+#define TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TUNE_API
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define TUNE_API __attribute__((visibility("default")))
+#else
+#define TUNE_API
+#endif
+
+#if defined(__GNUC__)
+#define TUNE_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TUNE_PRINTF(a, b)
+#endif
+
+/** Version of the library this header belongs to, "MAJOR.MINOR.PATCH". */
+#define TUNE_VERSION_MAJOR 0
+#define TUNE_VERSION_MINOR 1
+#define TUNE_VERSION_PATCH 0
+
+/** Version of the library actually linked, e.g. "0.1.0". Static string. */
+TUNE_API const char *tune_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** Result of every fallible call. Append-only: values are never renumbered. */
+typedef enum tune_status {
+    TUNE_OK = 0,
+    TUNE_EINVAL = 1,      /**< invalid argument (a programming error) */
+    TUNE_ENOMEM = 2,      /**< out of memory */
+    TUNE_EIO = 3,         /**< a file could not be read or written */
+    TUNE_ECONFIG = 4,     /**< the configuration or search space is invalid */
+    TUNE_ESTORE = 5,      /**< the SQLite store failed */
+    TUNE_EDEVICE = 6,     /**< a compute device failed */
+    TUNE_ENUMERIC = 7,    /**< NaN or infinity where a number was needed */
+    TUNE_ESTOP = 8,       /**< not an error: the trial must stop now (scheduler, limit, Ctrl-C) */
+    TUNE_EUNSUPPORTED = 9,/**< the feature is not compiled in or not available */
+    TUNE_EINTERNAL = 10,  /**< a bug in libtune */
+    TUNE_ENOTFOUND = 11,  /**< no such parameter, trial or experiment */
+    TUNE_ETYPE = 12,      /**< the parameter exists with another type */
+    TUNE_EINTERRUPTED = 13,/**< the run was stopped by tune_study_request_stop() */
+    TUNE_EFAILED = 14,    /**< the objective failed (used for trial errors) */
+    TUNE_STATUS_COUNT
+} tune_status;
+
+/** Short description of a status code, e.g. "invalid configuration". Static; never NULL. */
+TUNE_API const char *tune_strerror(tune_status code);
+
+/**
+ * Details of a failure. Every field is set whenever a function that received a
+ * non-NULL err fails; on success err is left untouched.
+ */
+typedef struct tune_error {
+    tune_status code;
+    int line, column; /**< 1-based position in `source`; 0 when not applicable */
+    char source[256]; /**< file name, "<string>", "trial 17", or "" */
+    char text[512];   /**< lowercase, no trailing period; starts with the key path when there is one */
+} tune_error;
+
+/**
+ * Formats err as "source:line:column: text" (leaving out what is unset) into
+ * buf, NUL-terminated and truncated to size. Returns buf.
+ */
+TUNE_API char *tune_error_format(const tune_error *err, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Process-wide hooks (set them before any other call)                       */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Replaces the allocator used by every allocation of libtune (tests use it to
+ * make the N-th allocation fail). Passing NULL for both restores malloc/free.
+ * Not thread-safe: call before creating any object.
+ */
+TUNE_API void tune_set_alloc_funcs(void *(*malloc_fn)(size_t), void (*free_fn)(void *));
+
+/** Frees memory that libtune handed out as `char *` (JSON, CSV text, progress). NULL is fine. */
+TUNE_API void tune_free(void *ptr);
+
+/** Log levels, most severe first. */
+typedef enum tune_log_level {
+    TUNE_LOG_ERROR = 0,
+    TUNE_LOG_WARN = 1,
+    TUNE_LOG_INFO = 2,
+    TUNE_LOG_DEBUG = 3,
+    TUNE_LOG_LEVEL_COUNT
+} tune_log_level;
+
+/** Receives one log line, without a trailing newline. Called from any thread. */
+typedef void (*tune_log_fn)(tune_log_level level, const char *message, void *user_data);
+
+/**
+ * Installs the log callback (default: none, the library is silent) and the
+ * most verbose level that is delivered. Not thread-safe: call before running.
+ */
+TUNE_API void tune_set_log_callback(tune_log_fn fn, tune_log_level max_level, void *user_data);
+
+/* ------------------------------------------------------------------------ */
+/* Search spaces built in code                                               */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A search space: named parameters, each a distribution, a choice, a grid axis
+ * or a constant. Names may contain '/' to express nesting ("optimizer/lr"),
+ * exactly as nested objects in a config's param_space are flattened. Bound
+ * rules are Ray Tune's and are listed in configs/README.md; a violated rule
+ * fails with TUNE_ECONFIG and leaves the space unchanged. Adding a name twice
+ * fails with TUNE_ECONFIG. Not thread-safe.
+ */
+typedef struct tune_space tune_space;
+
+/** Creates an empty space. @return TUNE_OK, TUNE_ENOMEM. */
+TUNE_API tune_status tune_space_new(tune_space **ret_space, tune_error *err);
+/** Frees a space (NULL is fine). Do not free a space handed to a study. */
+TUNE_API void tune_space_free(tune_space *space);
+
+/** Float uniform in [low, high); needs low < high. */
+TUNE_API tune_status tune_space_add_uniform(tune_space *s, const char *name, double low, double high,
+                                            tune_error *err);
+/** uniform rounded to a multiple of q; low and high must be multiples of q. */
+TUNE_API tune_status tune_space_add_quniform(tune_space *s, const char *name, double low,
+                                             double high, double q, tune_error *err);
+/** Float log-uniform in [low, high) in the given base (10 as Ray); needs 0 < low < high. */
+TUNE_API tune_status tune_space_add_loguniform(tune_space *s, const char *name, double low,
+                                               double high, double base, tune_error *err);
+/** loguniform rounded to a multiple of q; low and high must be multiples of q. */
+TUNE_API tune_status tune_space_add_qloguniform(tune_space *s, const char *name, double low,
+                                                double high, double q, double base,
+                                                tune_error *err);
+/** Normal(mean, sd); needs sd > 0. */
+TUNE_API tune_status tune_space_add_randn(tune_space *s, const char *name, double mean, double sd,
+                                          tune_error *err);
+/** randn rounded to a multiple of q. */
+TUNE_API tune_status tune_space_add_qrandn(tune_space *s, const char *name, double mean, double sd,
+                                           double q, tune_error *err);
+/** Integer uniform in [low, high): high is exclusive, as Ray's randint. */
+TUNE_API tune_status tune_space_add_randint(tune_space *s, const char *name, int64_t low,
+                                            int64_t high, tune_error *err);
+/** Integer uniform in [low, high] rounded to a multiple of q: high inclusive, as Ray's qrandint. */
+TUNE_API tune_status tune_space_add_qrandint(tune_space *s, const char *name, int64_t low,
+                                             int64_t high, int64_t q, tune_error *err);
+/** Integer log-uniform in [low, high): high exclusive, as Ray's lograndint; needs 0 < low < high. */
+TUNE_API tune_status tune_space_add_lograndint(tune_space *s, const char *name, int64_t low,
+                                               int64_t high, double base, tune_error *err);
+/** Integer log-uniform in [low, high] rounded to a multiple of q: high inclusive. */
+TUNE_API tune_status tune_space_add_qlograndint(tune_space *s, const char *name, int64_t low,
+                                                int64_t high, int64_t q, double base,
+                                                tune_error *err);
+/** Uniform choice among n >= 1 floats. */
+TUNE_API tune_status tune_space_add_choice_double(tune_space *s, const char *name,
+                                                  const double *values, size_t n, tune_error *err);
+/** Uniform choice among n >= 1 integers. */
+TUNE_API tune_status tune_space_add_choice_int(tune_space *s, const char *name,
+                                               const int64_t *values, size_t n, tune_error *err);
+/** Uniform choice among n >= 1 strings (copied). */
+TUNE_API tune_status tune_space_add_choice_string(tune_space *s, const char *name,
+                                                  const char *const *values, size_t n,
+                                                  tune_error *err);
+/** A grid axis of n >= 1 floats: every trial set is repeated for each value. */
+TUNE_API tune_status tune_space_add_grid_double(tune_space *s, const char *name,
+                                                const double *values, size_t n, tune_error *err);
+/** A grid axis of n >= 1 integers. */
+TUNE_API tune_status tune_space_add_grid_int(tune_space *s, const char *name,
+                                             const int64_t *values, size_t n, tune_error *err);
+/** A grid axis of n >= 1 strings (copied). */
+TUNE_API tune_status tune_space_add_grid_string(tune_space *s, const char *name,
+                                                const char *const *values, size_t n,
+                                                tune_error *err);
+/** A constant float, passed to every trial and shown in results. */
+TUNE_API tune_status tune_space_add_const_double(tune_space *s, const char *name, double value,
+                                                 tune_error *err);
+/** A constant integer. */
+TUNE_API tune_status tune_space_add_const_int(tune_space *s, const char *name, int64_t value,
+                                              tune_error *err);
+/** A constant string (copied). */
+TUNE_API tune_status tune_space_add_const_string(tune_space *s, const char *name,
+                                                 const char *value, tune_error *err);
+/** A constant boolean (0 or 1). */
+TUNE_API tune_status tune_space_add_const_bool(tune_space *s, const char *name, int value,
+                                               tune_error *err);
+/**
+ * Adds one parameter written as in a config file's param_space, e.g.
+ * `{"choice": [16, "auto", true]}` or `{"qloguniform": [1e-4, 1e-1, 5e-5]}`.
+ * Positions in err refer to `json`.
+ */
+TUNE_API tune_status tune_space_add_json(tune_space *s, const char *name, const char *json,
+                                         tune_error *err);
+/** Number of parameters in the space. */
+TUNE_API size_t tune_space_size(const tune_space *s);
+
+/* ------------------------------------------------------------------------ */
+/* Trials: what an objective sees                                            */
+/* ------------------------------------------------------------------------ */
+
+/** One run of the objective on one configuration. Owned by the study. */
+typedef struct tune_trial tune_trial;
+
+/** Trial states. Append-only. */
+typedef enum tune_trial_status {
+    TUNE_TRIAL_PENDING = 0,    /**< waiting to run (or interrupted, to be rerun) */
+    TUNE_TRIAL_RUNNING = 1,    /**< the objective is running */
+    TUNE_TRIAL_TERMINATED = 2, /**< reached its end: returned, max_t, or stop.training_iteration */
+    TUNE_TRIAL_STOPPED = 3,    /**< ended early: scheduler, metric threshold or time budget */
+    TUNE_TRIAL_ERROR = 4,      /**< failed more than max_failures times */
+    TUNE_TRIAL_STATUS_COUNT
+} tune_trial_status;
+
+/** "PENDING", "RUNNING", "TERMINATED", "STOPPED", "ERROR"; "UNKNOWN" otherwise. Static. */
+TUNE_API const char *tune_trial_status_name(tune_trial_status status);
+
+/**
+ * The objective: reads its configuration from `trial`, trains, reports metrics
+ * with tune_trial_report*() and returns when it is done or when a report
+ * answers TUNE_ESTOP. Returning TUNE_OK or TUNE_ESTOP ends the trial normally;
+ * any other status fails the attempt (see tune_trial_set_error()), and the
+ * trial is retried up to max_failures times. Called from worker threads, up to
+ * max_concurrent_trials at once: user_data must be safe to share.
+ */
+typedef tune_status (*tune_objective_fn)(tune_trial *trial, void *user_data);
+
+/** The trial's id: 0, 1, 2 ... in the order the search generated them. */
+TUNE_API int64_t tune_trial_id(const tune_trial *trial);
+/**
+ * A seed for the objective's own randomness (initialisation, dropout, noise),
+ * derived from the study seed and the trial id: reruns of a trial see the same seed.
+ */
+TUNE_API uint64_t tune_trial_seed(const tune_trial *trial);
+/** The attempt number: 1, then 2, 3 ... when the trial is retried after a failure. */
+TUNE_API int tune_trial_attempt(const tune_trial *trial);
+/** Number of reports this attempt has made so far (the last training_iteration). */
+TUNE_API int64_t tune_trial_iteration(const tune_trial *trial);
+
+/**
+ * Reads a parameter as a double (integers and booleans convert).
+ * @return TUNE_OK, TUNE_ENOTFOUND (no such name), TUNE_ETYPE (a string), TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_trial_get_double(const tune_trial *trial, const char *name,
+                                           double *ret_value);
+/**
+ * Reads a parameter as an integer; a float converts only when it is integral
+ * (quniform with q = 1, say). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_trial_get_int(const tune_trial *trial, const char *name,
+                                        int64_t *ret_value);
+/**
+ * Reads a string parameter; the string is borrowed and valid while the
+ * objective runs. @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_trial_get_string(const tune_trial *trial, const char *name,
+                                           const char **ret_value);
+/** Reads a boolean parameter (0 or 1). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL. */
+TUNE_API tune_status tune_trial_get_bool(const tune_trial *trial, const char *name,
+                                         int *ret_value);
+/** The parameter as a double, or `fallback` when it is missing or not numeric. */
+TUNE_API double tune_trial_get_double_or(const tune_trial *trial, const char *name,
+                                         double fallback);
+/** The parameter as an integer, or `fallback` when it is missing or not integral. */
+TUNE_API int64_t tune_trial_get_int_or(const tune_trial *trial, const char *name,
+                                       int64_t fallback);
+/** The trial's configuration as a JSON object (nested as in param_space). Caller frees with tune_free(). */
+TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_json,
+                                            tune_error *err);
+
+/**
+ * Reports n metrics for the next training iteration (1, 2, 3 ... per attempt).
+ * The report is in the store before this returns. A NaN, an infinity or a
+ * missing main metric counts as the worst value for the scheduler (logged).
+ * @return TUNE_OK to go on; TUNE_ESTOP when the trial must stop now (the
+ *         scheduler stopped it, it reached max_t or a stop condition, or the
+ *         study is stopping); TUNE_EINVAL for bad arguments; TUNE_ESTORE when
+ *         the store failed (the trial should return this status).
+ */
+TUNE_API tune_status tune_trial_report(tune_trial *trial, size_t n, const char *const *names,
+                                       const double *values);
+/** tune_trial_report() with one metric. */
+TUNE_API tune_status tune_trial_report_metric(tune_trial *trial, const char *name, double value);
+/**
+ * Records why the objective is about to fail, for the trial's error column.
+ * Call it before returning an error status. printf-style; always succeeds.
+ */
+TUNE_API void tune_trial_set_error(tune_trial *trial, const char *fmt, ...) TUNE_PRINTF(2, 3);
+
+/* ------------------------------------------------------------------------ */
+/* Studies                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** A sweep: space, searcher, scheduler, store and the trials. */
+typedef struct tune_study tune_study;
+
+/**
+ * Creates a study from a JSON config file (configs/README.md). Errors carry the
+ * file name, line and column of the offending value.
+ * @return TUNE_OK, TUNE_EIO (unreadable file), TUNE_ECONFIG, TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_new_from_file(const char *path, tune_study **ret_study,
+                                              tune_error *err);
+/** Creates a study from a JSON config held in a string; `source` names it in errors (NULL: "<string>"). */
+TUNE_API tune_status tune_study_new_from_json(const char *json, const char *source,
+                                              tune_study **ret_study, tune_error *err);
+/**
+ * Creates a study from a JSON config without param_space and a space built in
+ * code. Takes ownership of `space` even when it fails.
+ */
+TUNE_API tune_status tune_study_new_with_space(const char *json, tune_space *space,
+                                               tune_study **ret_study, tune_error *err);
+/**
+ * Opens a finished or interrupted experiment folder (the one holding
+ * experiment.db) read-only, for best/status/export.
+ * @return TUNE_OK, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE, TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error *err);
+/** Frees a study and closes its store (NULL is fine). Not while tune_study_run() runs. */
+TUNE_API void tune_study_free(tune_study *study);
+
+/**
+ * Sets the objective, replacing the config's trainer. Not while running.
+ * @return TUNE_OK, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_study_set_objective(tune_study *study, tune_objective_fn fn,
+                                              void *user_data);
+/**
+ * Overrides the config's storage: an experiment folder, or ":memory:" for no
+ * files at all. Not while running. @return TUNE_OK, TUNE_EINVAL, TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_set_storage(tune_study *study, const char *dir);
+/** The experiment folder, or ":memory:". Borrowed; valid until the study is freed or the storage changes. */
+TUNE_API const char *tune_study_storage(const tune_study *study);
+/** The study's name. Borrowed; valid until the study is freed. */
+TUNE_API const char *tune_study_name(const tune_study *study);
+
+/**
+ * Runs the sweep to the end: creates the experiment folder and store, runs up
+ * to max_concurrent_trials trials at once on worker threads, and writes
+ * results.csv and progress.csv at the end. A failed trial does not fail the
+ * run. Refuses a folder that already holds an experiment.
+ * @return TUNE_OK; TUNE_EINTERRUPTED after tune_study_request_stop() (the store
+ *         is consistent and the CSV files are written); TUNE_ESTORE, TUNE_EIO,
+ *         TUNE_ECONFIG (no objective), TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_run(tune_study *study, tune_error *err);
+/**
+ * Asks a running study to stop: no new trial starts, running trials get
+ * TUNE_ESTOP at their next report and go back to PENDING. Async-signal-safe,
+ * so a SIGINT handler may call it.
+ */
+TUNE_API void tune_study_request_stop(tune_study *study);
+
+/** Counts of trials by status, for progress displays. Thread-safe while running. */
+TUNE_API void tune_study_counts(tune_study *study, int64_t ret_counts[TUNE_TRIAL_STATUS_COUNT]);
+
+/**
+ * The live progress table, as Ray's reporter shows it: counts by status, the
+ * best so far, the running and best trials with their parameters and latest
+ * metrics, and the scheduler's rung cut-offs. At most max_rows trial rows.
+ * Thread-safe while running. Caller frees with tune_free().
+ */
+TUNE_API tune_status tune_study_progress_text(tune_study *study, int max_rows, char **ret_text,
+                                              tune_error *err);
+/**
+ * The best trial by the last reported value of the main metric (Ray's
+ * scope="last"), as `{"trial_id": 3, "status": "TERMINATED", "config": {...},
+ * "<metric>": 0.91, "training_iteration": 20}`. Caller frees with tune_free().
+ * @return TUNE_OK, TUNE_ENOTFOUND (no trial reported the metric), TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_best_json(tune_study *study, char **ret_json, tune_error *err);
+
+/** Which CSV tune_study_export_csv() writes. */
+typedef enum tune_csv_kind {
+    TUNE_CSV_RESULTS = 0,  /**< one row per trial: trial_id, status, training_iteration, config/..., metrics, time_total_s */
+    TUNE_CSV_PROGRESS = 1, /**< one row per report: trial_id, training_iteration, time_total_s, metrics */
+    TUNE_CSV_KIND_COUNT
+} tune_csv_kind;
+
+/**
+ * Writes a CSV file (RFC 4180, comma-separated, '.' decimals whatever the
+ * locale). Progress needs a store (not ":memory:").
+ * @return TUNE_OK, TUNE_EIO, TUNE_ESTORE, TUNE_EUNSUPPORTED, TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_export_csv(tune_study *study, tune_csv_kind kind,
+                                           const char *path, tune_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TUNE_H */
