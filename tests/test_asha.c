@@ -546,6 +546,52 @@ START_TEST(test_stress_100k)
 }
 END_TEST
 
+/* Fault injection (jansson's test_chaos): the n-th allocation fails. */
+static long chaos_left;
+
+static void *chaos_malloc(size_t size)
+{
+    if (chaos_left-- == 0)
+        return NULL;
+    return malloc(size);
+}
+
+START_TEST(test_alloc_failures)
+{
+    int failures = 0;
+    for (long n = 0;; n++) {
+        struct tunep_scheduler_config c = asha_config(1, 100, 4, 3, 1);
+        struct tunep_scheduler *s = NULL;
+        tune_error err;
+        chaos_left = n;
+        tune_set_alloc_funcs(chaos_malloc, free);
+        tune_status st = tunep_scheduler_new(&c, &s, &err);
+        for (int i = 0; st == TUNE_OK && i < 200; i++) {
+            st = tunep_scheduler_on_trial_add(s, i, (i % 10) / 10.0);
+            if (st == TUNE_OK)
+                tunep_scheduler_on_result(s, i, 1, 1, i % 7);
+        }
+        tune_set_alloc_funcs(NULL, NULL);
+        if (st == TUNE_OK && chaos_left >= 0) {
+            ck_assert_int_gt(failures, 5);
+            tunep_scheduler_free(s);
+            break;
+        }
+        ck_assert_int_eq(st, TUNE_ENOMEM);
+        failures++;
+        if (s) {
+            /* a failed add left the scheduler usable and unchanged */
+            struct tunep_asha *a = tunep_scheduler_asha(s);
+            size_t before = tunep_asha_recorded(a, 0, 3);
+            ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 1000, 0.0), TUNE_OK);
+            tunep_scheduler_on_result(s, 1000, 1, 1, 0.0);
+            ck_assert_uint_eq(tunep_asha_recorded(a, 0, 3), before + 1);
+        }
+        tunep_scheduler_free(s); /* ASan reports any leak */
+    }
+}
+END_TEST
+
 /* ---- config ------------------------------------------------------------------ */
 
 static tune_status parse(const char *text, struct tunep_scheduler_config *out, tune_error *err)
@@ -612,8 +658,7 @@ START_TEST(test_config_errors)
         {"{\n  \"metric\": \"acc\",\n  \"scheduler\": {\n    \"type\": \"asha\",\n"
          "    \"grace_perod\": 2\n  }\n}",
          5, 5,
-         "scheduler.grace_perod: unknown key (expected one of: type, time_attr, max_t, "
-         "grace_period, reduction_factor, brackets, stop_last_trials)"},
+         "scheduler.grace_perod: unknown key (did you mean 'grace_period'?)"},
         {"{\"scheduler\": {\"type\": \"asha\",\n  \"max_t\": \"10\"}}", 2, 12,
          "scheduler.max_t: expected a number"},
         {"{\"scheduler\": {\"type\": \"asha\", \"reduction_factor\": 1}}", 1, 52,
@@ -690,6 +735,7 @@ static Suite *asha_suite(void)
     tcase_add_test(tc, test_retry_keeps_records);
     tcase_add_test(tc, test_fifo);
     tcase_add_test(tc, test_stress_100k);
+    tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(s, tc);
     tc = tcase_create("config");
     tcase_add_test(tc, test_config_ok);

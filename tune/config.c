@@ -141,8 +141,8 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
-static tune_status unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                               const char *key, const char *const *known, size_t n_known)
+tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const char *key, const char *const *known, size_t n_known)
 {
     const char *best = NULL;
     size_t best_d = 3; /* suggest only close matches */
@@ -180,7 +180,7 @@ static tune_status check_keys(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
             if (strcmp(key, known[i]) == 0)
                 break;
         if (i == n_known)
-            return unknown_key(ctx, path, key, known, n_known);
+            return tunep_config_unknown_key(ctx, path, key, known, n_known);
     }
     return TUNE_OK;
 }

@@ -75,6 +75,14 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
                                struct tunep_config *out, tune_error *err);
 void tunep_config_done(struct tunep_config *c);
 
+/*
+ * The error for an unknown key of the object at path: at the key, with a
+ * "did you mean" hint when a known key is within edit distance 2, otherwise
+ * the list of known keys. Returns TUNE_ECONFIG.
+ */
+tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const char *key, const char *const *known, size_t n_known);
+
 /* "random" / "grid"; "fifo" / "asha"; "synthetic" / "none". Static strings. */
 const char *tunep_search_algo_name(enum tunep_search_algo a);
 const char *tunep_trainer_name(enum tunep_trainer_type t);

@@ -15,10 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "schedulers/asha.h"
-
-#define ASHA_KEYS                                                                                  \
-    "type, time_attr, max_t, grace_period, reduction_factor, brackets, stop_last_trials"
 
 static const char *const asha_keys[] = {
     "type",     "time_attr",        "max_t", "grace_period", "reduction_factor",
@@ -146,8 +144,8 @@ tune_status tunep_config_parse_scheduler(const struct tunep_cfgctx *ctx, struct 
             if (strcmp(key, asha_keys[i]) == 0)
                 break;
         if (i == n)
-            return key_error(ctx, path, key, 1, "unknown key (expected one of: %s)",
-                             c.type == TUNEP_SCHED_FIFO ? "type" : ASHA_KEYS);
+            return tunep_config_unknown_key(ctx, path, key, asha_keys,
+                                            c.type == TUNEP_SCHED_FIFO ? 1 : n);
         if (i == 0)
             continue;
         if (c.type == TUNEP_SCHED_FIFO)

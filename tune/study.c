@@ -417,7 +417,13 @@ static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
     rec->start_wall = tunep_now_wall();
     tunep_study_set_status(s, rec, TUNE_TRIAL_RUNNING);
     gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SCHEDULER));
-    tunep_scheduler_on_trial_add(s->sched, rec->id, gsl_rng_uniform(r));
+    rec->has_last_t = 0;
+    if (tunep_scheduler_on_trial_add(s->sched, rec->id, gsl_rng_uniform(r))) {
+        tune_error e;
+        tunep_error_set(&e, TUNE_ENOMEM, "out of memory adding trial %lld to the scheduler",
+                        (long long)rec->id);
+        set_fatal(s, &e);
+    }
     if (s->store) {
         tune_error e;
         if (tunep_store_trial_start(s->store, rec->id, rec->attempt, s->cfg.space, rec->values,
@@ -469,21 +475,53 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
     }
     rec->time_total_s = tunep_now_monotonic() - t->t0;
     tunep_study_set_status(s, rec, status);
-    if (status != TUNE_TRIAL_PENDING || error) {
-        int has = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last && rec->iteration > 0;
+    if (status == TUNE_TRIAL_TERMINATED || status == TUNE_TRIAL_STOPPED) {
+        /* As Ray's on_trial_complete: the final result may fill a rung the trial reached. */
+        int has = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last && rec->has_last_t;
         double score = has ? s->sign * rec->last[s->main_metric] : -HUGE_VAL;
-        if (isnan(score))
+        if (!isfinite(score))
             score = -HUGE_VAL;
-        tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->iteration > 0,
-                                          (double)rec->iteration, score);
+        tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
+    } else if (status == TUNE_TRIAL_ERROR) {
+        /* As Ray's on_trial_error: forget the trial without recording a result. */
+        tunep_scheduler_on_trial_complete(s->sched, rec->id, 0, 0, -HUGE_VAL);
     }
     if (s->store && !s->fatal) {
+        /* Not committed here: the next report's commit or the flusher (at most
+         * FLUSH_INTERVAL_S later) makes it durable, which saves a commit per trial. */
         tune_error e;
         if (tunep_store_trial_end(s->store, rec->id, rec->attempt, status, rec->iteration,
-                                  rec->time_total_s, tunep_now_wall(), error, &e) ||
-            tunep_store_commit(s->store, &e))
+                                  rec->time_total_s, tunep_now_wall(), error, &e))
             set_fatal(s, &e);
     }
+}
+
+/*
+ * Group commit: trial starts and ends ride on the next report's commit; this
+ * thread commits whatever is left every FLUSH_INTERVAL_S, so a finished
+ * trial's status is durable within that time even when no report follows.
+ */
+#define FLUSH_INTERVAL_S 0.05
+
+static void *flusher_main(void *arg)
+{
+    struct tune_study *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->flusher_quit) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + (long)(FLUSH_INTERVAL_S * 1e9);
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&s->flusher_cond, &s->lock, &ts);
+        if (s->store && !s->fatal) {
+            tune_error e;
+            if (tunep_store_commit(s->store, &e))
+                set_fatal(s, &e);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
 }
 
 static void *worker_main(void *arg)
@@ -537,6 +575,14 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
     s->t_start = tunep_now_monotonic();
     s->wall_start = tunep_now_wall();
 
+    pthread_t flusher;
+    int have_flusher = 0;
+    if (s->store && pthread_cond_init(&s->flusher_cond, NULL) == 0) {
+        have_flusher = pthread_create(&flusher, NULL, flusher_main, s) == 0;
+        if (!have_flusher)
+            pthread_cond_destroy(&s->flusher_cond);
+    }
+
     int64_t n_workers = s->cfg.max_concurrent;
     if (n_workers > s->total_trials)
         n_workers = s->total_trials;
@@ -555,6 +601,15 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
         for (int64_t i = 0; i < started; i++)
             pthread_join(threads[i], NULL);
         tunep_free(threads);
+    }
+
+    if (have_flusher) {
+        pthread_mutex_lock(&s->lock);
+        s->flusher_quit = 1;
+        pthread_cond_signal(&s->flusher_cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(flusher, NULL);
+        pthread_cond_destroy(&s->flusher_cond);
     }
 
     if (s->fatal) {

@@ -35,6 +35,8 @@ struct tunep_trial_rec {
     int64_t iteration;      /* last training_iteration of the current attempt */
     double time_total_s;    /* of the current attempt */
     double start_wall;
+    double last_t;          /* the scheduler's time_attr in the last report */
+    int has_last_t;
     struct tunep_value *values; /* one per parameter; strings borrowed from the space */
     double *last;           /* last value per interned metric id; NaN when never reported */
     size_t n_last;
@@ -78,6 +80,8 @@ struct tune_study {
     atomic_int stop_requested;
     int budget_exhausted;
     int fatal;              /* the store failed: stop everything */
+    pthread_cond_t flusher_cond;
+    int flusher_quit;
     tune_error fatal_err;
     double t_start;         /* monotonic */
     double wall_start;

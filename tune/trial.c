@@ -273,6 +273,10 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         end = TUNEP_END_INTERRUPTED;
     } else {
         int has_t = time_value(s, t, n, names, values, &tv);
+        if (has_t) {
+            rec->last_t = tv;
+            rec->has_last_t = 1;
+        }
         enum tunep_decision d = tunep_scheduler_on_result(s->sched, rec->id, has_t, tv, score);
         if (d == TUNEP_STOP)
             end = TUNEP_END_STOPPED;
