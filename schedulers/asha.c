@@ -385,7 +385,8 @@ void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_b
             size_t n = rung_count_values(r);
             tunep_format_double(ms, sizeof ms, r->milestone);
             if (n > 0) {
-                tunep_format_double(cut, sizeof cut, sign * rung_cutoff(r, a->q));
+                /* Six significant digits: a progress display, not a record. */
+                snprintf(cut, sizeof cut, "%.6g", sign * rung_cutoff(r, a->q));
                 tunep_buf_printf(buf, " rung %s: %zu recorded, cutoff %s", ms, n, cut);
             } else {
                 tunep_buf_printf(buf, " rung %s: 0 recorded, no cutoff", ms);

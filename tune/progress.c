@@ -111,15 +111,15 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
                 table_row(&b, s, s->trials[i], n_cols);
                 rows++;
             }
-        if (best >= 0 && s->trials[best]->status != TUNE_TRIAL_RUNNING && rows < max_rows) {
+        int best_apart = best >= 0 && s->trials[best]->status != TUNE_TRIAL_RUNNING;
+        if (best_apart && rows < max_rows) {
             table_row(&b, s, s->trials[best], n_cols);
             rows++;
         }
         table_rule(&b, n_cols);
-        int64_t shown = s->counts[TUNE_TRIAL_RUNNING] + (best >= 0);
-        if (s->n_trials > rows && shown > rows)
-            tunep_buf_printf(&b, "... %lld more running trials not shown\n",
-                             (long long)(shown - rows));
+        int64_t wanted = s->counts[TUNE_TRIAL_RUNNING] + best_apart;
+        if (wanted > rows)
+            tunep_buf_printf(&b, "... %lld more trials not shown\n", (long long)(wanted - rows));
     }
     pthread_mutex_unlock(&s->lock);
     char *text = tunep_buf_take(&b);
