@@ -119,8 +119,8 @@ static tune_status check_float_range(const struct tunep_param *p, const char *dn
         tunep_format_double(q, sizeof q, p->q);
         if (!is_multiple(p->lo, p->q)) {
             tunep_format_double(lo, sizeof lo, p->lo);
-            return fail(err, ret_arg, TUNEP_ARG_LOW, "%s: low %s is not a multiple of q %s", dn,
-                        lo, q);
+            return fail(err, ret_arg, TUNEP_ARG_LOW, "%s: low %s is not a multiple of q %s", dn, lo,
+                        q);
         }
         if (!is_multiple(p->hi, p->q)) {
             tunep_format_double(lo, sizeof lo, p->hi);
@@ -171,17 +171,14 @@ static tune_status check_values(const struct tunep_param *p, const char *dn,
                     return tunep_error_set(err, TUNE_EINVAL, "%s: NULL string value", dn);
                 break;
             case TUNEP_V_INT:
-            case TUNEP_V_BOOL:
-                break;
-            default:
-                return tunep_error_set(err, TUNE_EINVAL, "%s: unknown value type", dn);
+            case TUNEP_V_BOOL: break;
+            default: return tunep_error_set(err, TUNE_EINVAL, "%s: unknown value type", dn);
         }
     }
     return TUNE_OK;
 }
 
-tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_arg,
-                              tune_error *err)
+tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_arg, tune_error *err)
 {
     if (ret_arg)
         *ret_arg = TUNEP_ARG_NONE;
@@ -208,8 +205,8 @@ tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_a
             return TUNE_OK;
         case TUNEP_DIST_RANDINT:
             if (!(p->ilo < p->ihi))
-                return fail(err, ret_arg, TUNEP_ARG_HIGH,
-                            "%s needs low < high (high is exclusive)", dn);
+                return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s needs low < high (high is exclusive)",
+                            dn);
             return TUNE_OK;
         case TUNEP_DIST_QRANDINT:
             if (!(p->ilo <= p->ihi))
@@ -324,8 +321,8 @@ tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune
         return st;
     if (space->n == space->cap) {
         size_t cap = space->cap ? 2 * space->cap : 8;
-        struct tunep_param *np = tunep_realloc(space->params, space->cap * sizeof *np,
-                                               cap * sizeof *np);
+        struct tunep_param *np =
+            tunep_realloc(space->params, space->cap * sizeof *np, cap * sizeof *np);
         if (!np)
             return tunep_error_set(err, TUNE_ENOMEM, "out of memory adding parameter '%s'",
                                    p->name);
@@ -468,15 +465,17 @@ static double quantize(double x, double q)
     return nearbyint(x / q) * q;
 }
 
-/* floor(x) as an integer in [lo, hi]; x is finite and positive here. */
+/* floor(x) as an integer in [lo, hi], compared as integers (doubles lose odd values past 2^53). */
 static int64_t floor_clamp(double x, int64_t lo, int64_t hi)
 {
     double f = floor(x);
-    if (!(f >= (double)lo))
-        return lo;
-    if (f >= (double)hi)
-        return hi;
-    int64_t v = (int64_t)f; /* (double)hi <= 2^63, so f < 2^63 converts */
+    int64_t v;
+    if (!(f >= -0x1.0p63))
+        v = lo; /* NaN too */
+    else if (f >= 0x1.0p63)
+        v = hi;
+    else
+        v = (int64_t)f;
     return v < lo ? lo : v > hi ? hi : v;
 }
 
@@ -542,9 +541,7 @@ static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *ou
             *out = p->values[scale_incl(gsl_rng_uniform(r), p->n_values - 1)];
             return;
         case TUNEP_DIST_GRID:
-        case TUNEP_DIST_CONST:
-            *out = p->values[0];
-            return;
+        case TUNEP_DIST_CONST: *out = p->values[0]; return;
         case TUNEP_DIST_COUNT: break;
     }
     out->type = TUNEP_V_DOUBLE;

@@ -65,8 +65,8 @@ static struct tunep_param float_param(const char *name, enum tunep_dist dist, do
     return p;
 }
 
-static struct tunep_param int_param(const char *name, enum tunep_dist dist, int64_t lo,
-                                    int64_t hi, int64_t q, double base)
+static struct tunep_param int_param(const char *name, enum tunep_dist dist, int64_t lo, int64_t hi,
+                                    int64_t q, double base)
 {
     struct tunep_param p;
     memset(&p, 0, sizeof p);
@@ -114,8 +114,8 @@ tune_status tune_space_add_randn(tune_space *s, const char *name, double mean, d
     return add(s, &p, err);
 }
 
-tune_status tune_space_add_qrandn(tune_space *s, const char *name, double mean, double sd,
-                                  double q, tune_error *err)
+tune_status tune_space_add_qrandn(tune_space *s, const char *name, double mean, double sd, double q,
+                                  tune_error *err)
 {
     struct tunep_param p = float_param(name, TUNEP_DIST_QRANDN, mean, sd, q, 0.0);
     return add(s, &p, err);
@@ -154,8 +154,7 @@ tune_status tune_space_add_qlograndint(tune_space *s, const char *name, int64_t 
  * Out-of-limit sizes skip the temporary copy so the rule check reports them.
  */
 static tune_status add_values(tune_space *s, const char *name, enum tunep_dist dist,
-                              enum tunep_vtype type, const void *values, size_t n,
-                              tune_error *err)
+                              enum tunep_vtype type, const void *values, size_t n, tune_error *err)
 {
     struct tunep_param p = float_param(name, dist, 0.0, 0.0, 0.0, 0.0);
     p.n_values = n;
@@ -170,9 +169,7 @@ static tune_status add_values(tune_space *s, const char *name, enum tunep_dist d
             switch (type) {
                 case TUNEP_V_DOUBLE: p.values[i].u.d = ((const double *)values)[i]; break;
                 case TUNEP_V_INT: p.values[i].u.i = ((const int64_t *)values)[i]; break;
-                case TUNEP_V_STRING:
-                    p.values[i].u.s = ((const char *const *)values)[i];
-                    break;
+                case TUNEP_V_STRING: p.values[i].u.s = ((const char *const *)values)[i]; break;
                 case TUNEP_V_BOOL: p.values[i].u.b = ((const int *)values)[i] != 0; break;
             }
         }
@@ -194,8 +191,8 @@ tune_status tune_space_add_choice_int(tune_space *s, const char *name, const int
     return add_values(s, name, TUNEP_DIST_CHOICE, TUNEP_V_INT, values, n, err);
 }
 
-tune_status tune_space_add_choice_string(tune_space *s, const char *name,
-                                         const char *const *values, size_t n, tune_error *err)
+tune_status tune_space_add_choice_string(tune_space *s, const char *name, const char *const *values,
+                                         size_t n, tune_error *err)
 {
     return add_values(s, name, TUNEP_DIST_CHOICE, TUNEP_V_STRING, values, n, err);
 }

@@ -63,8 +63,8 @@ static unsigned long script_get(void *state)
     return (unsigned long)(script_get_double(state) * 4294967296.0);
 }
 
-static const gsl_rng_type script_type = {"script", 0xffffffffUL, 0, 1,
-                                         &script_set, &script_get, &script_get_double};
+static const gsl_rng_type script_type = {"script",    0xffffffffUL,      0, 1, &script_set,
+                                         &script_get, &script_get_double};
 
 /* Draws one configuration of sp with gsl_rng_uniform returning u. */
 static struct tunep_value draw_with(double u, size_t param)
@@ -156,10 +156,15 @@ START_TEST(test_int_extremes)
     ck_assert_int_eq(draw_with(0.0, 1).u.i, INT64_MIN);
     ck_assert_int_gt(draw_with(U_MAX, 1).u.i, INT64_MAX - 4096);
     ck_assert_int_eq(draw_with(0.0, 2).u.i, 1);
+    /* 10 ** (log10(9) + (log10(10) - log10(9)) * U_MAX) rounds to 10.0: the guard keeps high out */
+    OK(tune_space_add_lograndint(sp, "near", 9, 10, 10, &err));
+    ck_assert_int_eq(draw_with(U_MAX, 4).u.i, 9);
+    ck_assert_int_eq(draw_with(0.0, 4).u.i, 9);
     ck_assert_int_lt(draw_with(U_MAX, 2).u.i, INT64_MAX);
-    ck_assert_int_eq(draw_with(U_MAX, 3).u.i, INT64_MAX);
+    /* near 2^63 pow() is only good to ~1e-14 relative; the point is: no overflow */
+    ck_assert_int_gt(draw_with(U_MAX, 3).u.i, INT64_MAX - (INT64_MAX >> 40));
     gsl_rng *r = rng_new(3);
-    struct tunep_value out[4];
+    struct tunep_value out[5];
     int neg = 0, pos = 0;
     for (int i = 0; i < 200; i++) {
         tunep_space_sample(sp, r, 0, 0, out);
@@ -220,17 +225,17 @@ END_TEST
  */
 START_TEST(test_scripted_semantics)
 {
-    OK(tune_space_add_quniform(sp, "qu", 0, 2, 1, &err));       /* 0 */
-    OK(tune_space_add_qrandint(sp, "qri", 0, 4, 2, &err));      /* 1 */
-    OK(tune_space_add_qrandint(sp, "qrineg", -4, 4, 4, &err));  /* 2 */
-    OK(tune_space_add_randint(sp, "ri", 0, 3, &err));           /* 3 */
-    OK(tune_space_add_uniform(sp, "u", 1, 1 + 0x1.0p-52, &err)); /* 4 */
-    OK(tune_space_add_loguniform(sp, "lu", 1e-6, 1e-2, 10, &err)); /* 5 */
-    OK(tune_space_add_lograndint(sp, "lri", 1, 1000, 10, &err)); /* 6 */
-    OK(tune_space_add_qlograndint(sp, "qlri", 1, 1000, 1, 10, &err)); /* 7 */
+    OK(tune_space_add_quniform(sp, "qu", 0, 2, 1, &err));                /* 0 */
+    OK(tune_space_add_qrandint(sp, "qri", 0, 4, 2, &err));               /* 1 */
+    OK(tune_space_add_qrandint(sp, "qrineg", -4, 4, 4, &err));           /* 2 */
+    OK(tune_space_add_randint(sp, "ri", 0, 3, &err));                    /* 3 */
+    OK(tune_space_add_uniform(sp, "u", 1, 1 + 0x1.0p-52, &err));         /* 4 */
+    OK(tune_space_add_loguniform(sp, "lu", 1e-6, 1e-2, 10, &err));       /* 5 */
+    OK(tune_space_add_lograndint(sp, "lri", 1, 1000, 10, &err));         /* 6 */
+    OK(tune_space_add_qlograndint(sp, "qlri", 1, 1000, 1, 10, &err));    /* 7 */
     OK(tune_space_add_qlograndint(sp, "qlri10", 10, 100, 10, 10, &err)); /* 8 */
     const char *abc[] = {"a", "b", "c"};
-    OK(tune_space_add_choice_string(sp, "c", abc, 3, &err)); /* 9 */
+    OK(tune_space_add_choice_string(sp, "c", abc, 3, &err));     /* 9 */
     OK(tune_space_add_qloguniform(sp, "qlu", 1, 4, 1, 2, &err)); /* 10 */
 
     /* quniform(0, 2, 1): 0.5 -> 0 and 1.5 -> 2 (ties to even), 1.25 -> 1 */
@@ -267,7 +272,8 @@ START_TEST(test_scripted_semantics)
     /* qlograndint(1, 1000, 1): Integer(1, 1001).loguniform(): reaches 1000 */
     ck_assert_int_eq(draw_with(U_MAX, 7).u.i, 1000);
     ck_assert_int_eq(draw_with(0.0, 7).u.i, 1);
-    /* qlograndint(10, 100, 10): x = floor(10 ** (1 + u log10(10.1))); 15 -> 20, 25 -> 20, 35 -> 40 */
+    /* qlograndint(10, 100, 10): x = floor(10 ** (1 + u log10(10.1)));
+     * 15 -> 20, 25 -> 20 (tie to even), 35 -> 40 */
     double span = log10(101.0) - 1.0;
     ck_assert_int_eq(draw_with((log10(15.5) - 1) / span, 8).u.i, 20);
     ck_assert_int_eq(draw_with((log10(25.5) - 1) / span, 8).u.i, 20);

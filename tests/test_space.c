@@ -17,6 +17,10 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
+/* NAN and INFINITY are floats; clang's -Wdouble-promotion wants doubles. */
+#define D_NAN ((double)NAN)
+#define D_INF ((double)INFINITY)
+
 static tune_space *sp;
 static tune_error err;
 
@@ -66,13 +70,14 @@ static tune_status parse(const char *text)
     json_error_t jerr;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     ck_assert_msg(root != NULL, "test JSON does not parse: %s (line %d)", jerr.text, jerr.line);
-    struct tunep_cfgctx ctx = {.text = text, .len = strlen(text), .source = "config.json",
-                               .err = &err};
+    struct tunep_cfgctx ctx = {
+        .text = text, .len = strlen(text), .source = "config.json", .err = &err};
     struct tunep_cfgpath path;
     memset(&path, 0, sizeof path);
     tunep_cfgpath_push_key(&path, "param_space");
     memset(&err, 0, sizeof err);
-    tune_status st = tunep_config_parse_space(&ctx, &path, json_object_get(root, "param_space"), sp);
+    const json_t *ps = json_object_get(root, "param_space"); /* borrowed */
+    tune_status st = tunep_config_parse_space(&ctx, &path, ps, sp);
     ck_assert_int_eq(path.depth, 1);
     json_decref(root);
     return st;
@@ -99,13 +104,13 @@ START_TEST(test_uniform_rules)
     EXPECT_OK(tune_space_add_uniform(sp, "b", -1e300, 1e300, &err));
     EXPECT_OK(tune_space_add_uniform(sp, "c", -1, nextafter(-1, 0), &err));
     ck_assert_int_eq(last()->dist, TUNEP_DIST_UNIFORM);
-    EXPECT_FAIL(tune_space_add_uniform(sp, "x", NAN, 1, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_uniform(sp, "x", D_NAN, 1, &err), TUNE_ECONFIG,
                 "'x': uniform needs a finite low");
-    EXPECT_FAIL(tune_space_add_uniform(sp, "x", -INFINITY, 1, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_uniform(sp, "x", -D_INF, 1, &err), TUNE_ECONFIG,
                 "'x': uniform needs a finite low");
-    EXPECT_FAIL(tune_space_add_uniform(sp, "x", 0, INFINITY, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_uniform(sp, "x", 0, D_INF, &err), TUNE_ECONFIG,
                 "'x': uniform needs a finite high");
-    EXPECT_FAIL(tune_space_add_uniform(sp, "x", 0, NAN, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_uniform(sp, "x", 0, D_NAN, &err), TUNE_ECONFIG,
                 "'x': uniform needs a finite high");
     EXPECT_FAIL(tune_space_add_uniform(sp, "x", 1, 1, &err), TUNE_ECONFIG,
                 "'x': uniform needs low < high");
@@ -126,9 +131,9 @@ START_TEST(test_quniform_rules)
                 "'x': quniform needs q > 0");
     EXPECT_FAIL(tune_space_add_quniform(sp, "x", 0, 1, -0.1, &err), TUNE_ECONFIG,
                 "'x': quniform needs q > 0");
-    EXPECT_FAIL(tune_space_add_quniform(sp, "x", 0, 1, NAN, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_quniform(sp, "x", 0, 1, D_NAN, &err), TUNE_ECONFIG,
                 "'x': quniform needs q > 0");
-    EXPECT_FAIL(tune_space_add_quniform(sp, "x", 0, 1, INFINITY, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_quniform(sp, "x", 0, 1, D_INF, &err), TUNE_ECONFIG,
                 "'x': quniform needs a finite q");
     EXPECT_FAIL(tune_space_add_quniform(sp, "x", 0.15, 1, 0.1, &err), TUNE_ECONFIG,
                 "'x': quniform: low 0.15 is not a multiple of q 0.1");
@@ -136,7 +141,7 @@ START_TEST(test_quniform_rules)
                 "'x': quniform: high 1.05 is not a multiple of q 0.1");
     EXPECT_FAIL(tune_space_add_quniform(sp, "x", 1, 1, 0.1, &err), TUNE_ECONFIG,
                 "'x': quniform needs low < high");
-    EXPECT_FAIL(tune_space_add_quniform(sp, "x", -INFINITY, 1, 0.1, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_quniform(sp, "x", -D_INF, 1, 0.1, &err), TUNE_ECONFIG,
                 "'x': quniform needs a finite low");
 }
 END_TEST
@@ -152,13 +157,13 @@ START_TEST(test_loguniform_rules)
                 "'x': loguniform needs 0 < low < high");
     EXPECT_FAIL(tune_space_add_loguniform(sp, "x", -1, 1, 10, &err), TUNE_ECONFIG,
                 "'x': loguniform needs 0 < low < high");
-    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", NAN, 1, 10, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", D_NAN, 1, 10, &err), TUNE_ECONFIG,
                 "'x': loguniform needs 0 < low < high");
     EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1e-2, 1e-3, 10, &err), TUNE_ECONFIG,
                 "'x': loguniform needs 0 < low < high");
     EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1e-3, 1e-3, 10, &err), TUNE_ECONFIG,
                 "'x': loguniform needs 0 < low < high");
-    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, INFINITY, 10, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, D_INF, 10, &err), TUNE_ECONFIG,
                 "'x': loguniform needs a finite high");
     EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, 10, 1, &err), TUNE_ECONFIG,
                 "'x': loguniform needs a base > 0 other than 1");
@@ -166,9 +171,9 @@ START_TEST(test_loguniform_rules)
                 "'x': loguniform needs a base > 0 other than 1");
     EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, 10, -10, &err), TUNE_ECONFIG,
                 "'x': loguniform needs a base > 0 other than 1");
-    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, 10, NAN, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, 10, D_NAN, &err), TUNE_ECONFIG,
                 "'x': loguniform needs a base > 0 other than 1");
-    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, 10, INFINITY, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_loguniform(sp, "x", 1, 10, D_INF, &err), TUNE_ECONFIG,
                 "'x': loguniform needs a base > 0 other than 1");
 }
 END_TEST
@@ -198,19 +203,18 @@ START_TEST(test_randn_rules)
     EXPECT_OK(tune_space_add_randn(sp, "a", 0, 1, &err));
     EXPECT_OK(tune_space_add_randn(sp, "b", -5, 1e-9, &err));
     EXPECT_OK(tune_space_add_qrandn(sp, "c", 0, 1, 0.1, &err));
-    EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, 0, &err), TUNE_ECONFIG,
-                "'x': randn needs sd > 0");
+    EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, 0, &err), TUNE_ECONFIG, "'x': randn needs sd > 0");
     EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, -1, &err), TUNE_ECONFIG,
                 "'x': randn needs sd > 0");
-    EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, NAN, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, D_NAN, &err), TUNE_ECONFIG,
                 "'x': randn needs sd > 0");
-    EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, INFINITY, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_randn(sp, "x", 0, D_INF, &err), TUNE_ECONFIG,
                 "'x': randn needs a finite sd");
-    EXPECT_FAIL(tune_space_add_randn(sp, "x", NAN, 1, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_randn(sp, "x", D_NAN, 1, &err), TUNE_ECONFIG,
                 "'x': randn needs a finite mean");
     EXPECT_FAIL(tune_space_add_qrandn(sp, "x", 0, 1, 0, &err), TUNE_ECONFIG,
                 "'x': qrandn needs q > 0");
-    EXPECT_FAIL(tune_space_add_qrandn(sp, "x", 0, 1, INFINITY, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_qrandn(sp, "x", 0, 1, D_INF, &err), TUNE_ECONFIG,
                 "'x': qrandn needs a finite q");
     EXPECT_FAIL(tune_space_add_qrandn(sp, "x", 0, 0, 1, &err), TUNE_ECONFIG,
                 "'x': qrandn needs sd > 0");
@@ -299,7 +303,7 @@ START_TEST(test_values_rules)
     const int64_t i[] = {16, 32, 64};
     const char *s[] = {"adam", "sgd"};
     const char *s_null[] = {"adam", NULL};
-    const double d_nan[] = {1.0, NAN};
+    const double d_nan[] = {1.0, D_NAN};
 
     EXPECT_OK(tune_space_add_choice_double(sp, "cd", d, 2, &err));
     EXPECT_OK(tune_space_add_choice_int(sp, "ci", i, 1, &err));
@@ -328,7 +332,7 @@ START_TEST(test_values_rules)
                 TUNE_ECONFIG, "'x': choice has 100001 values, more than the limit of 100000");
     EXPECT_FAIL(tune_space_add_choice_double(sp, "x", d_nan, 2, &err), TUNE_ECONFIG,
                 "'x': choice values must be finite");
-    EXPECT_FAIL(tune_space_add_const_double(sp, "x", INFINITY, &err), TUNE_ECONFIG,
+    EXPECT_FAIL(tune_space_add_const_double(sp, "x", D_INF, &err), TUNE_ECONFIG,
                 "'x': constant values must be finite");
     EXPECT_FAIL(tune_space_add_choice_string(sp, "x", s_null, 2, &err), TUNE_EINVAL,
                 "'x': choice: NULL string value");
@@ -448,7 +452,8 @@ START_TEST(test_parse_forms)
 {
     const char *text = "{\"param_space\": {\n"
                        "  \"lr\": {\"loguniform\": [1e-6, 1e-4]},\n"
-                       "  \"optimizer\": {\"name\": \"adamw\", \"beta1\": {\"uniform\": [0.8, 0.99]},\n"
+                       "  \"optimizer\": {\"name\": \"adamw\",\n"
+                       "                \"beta1\": {\"uniform\": [0.8, 0.99]},\n"
                        "                \"eps\": 1e-8, \"amsgrad\": false, \"steps\": 3,\n"
                        "                \"sched\": {\"warmup\": {\"randint\": [0, 10]}}},\n"
                        "  \"batch\": {\"choice\": [16, 32.5, \"auto\", true]},\n"
@@ -461,10 +466,23 @@ START_TEST(test_parse_forms)
                        "  \"typo\": {\"unifrom\": 5},\n"
                        "  \"two\": {\"uniform\": 0.5, \"x\": 1}\n"
                        "}}";
-    static const char *names[] = {"lr",    "optimizer/name", "optimizer/beta1",
-                                  "optimizer/eps", "optimizer/amsgrad", "optimizer/steps",
-                                  "optimizer/sched/warmup", "batch", "seed", "q", "n", "m",
-                                  "lb", "ql", "typo/unifrom", "two/uniform", "two/x"};
+    static const char *names[] = {"lr",
+                                  "optimizer/name",
+                                  "optimizer/beta1",
+                                  "optimizer/eps",
+                                  "optimizer/amsgrad",
+                                  "optimizer/steps",
+                                  "optimizer/sched/warmup",
+                                  "batch",
+                                  "seed",
+                                  "q",
+                                  "n",
+                                  "m",
+                                  "lb",
+                                  "ql",
+                                  "typo/unifrom",
+                                  "two/uniform",
+                                  "two/x"};
     size_t n = sizeof names / sizeof names[0];
     ck_assert_msg(parse(text) == TUNE_OK, "%s", err.text);
     ck_assert_uint_eq(sp->n, n);
@@ -636,6 +654,30 @@ START_TEST(test_parse_name_errors)
 }
 END_TEST
 
+/* 13 levels of keys below param_space fit in a config path; the 14th is refused at its key. */
+START_TEST(test_parse_depth)
+{
+    char text[512], want[512];
+    for (int levels = 13; levels <= 14; levels++) {
+        size_t n = (size_t)snprintf(text, sizeof text, "{\"param_space\": ");
+        for (int i = 0; i < levels; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "{\"k%c\": ", 'a' + i);
+        n += (size_t)snprintf(text + n, sizeof text - n, "{\"uniform\": [0, 1]}");
+        for (int i = 0; i <= levels; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "}");
+        if (levels == 13) {
+            ck_assert_msg(parse(text) == TUNE_OK, "%s", err.text);
+            ck_assert_str_eq(sp->params[0].name, "ka/kb/kc/kd/ke/kf/kg/kh/ki/kj/kk/kl/km");
+        } else {
+            snprintf(want, sizeof want,
+                     "param_space.ka.kb.kc.kd.ke.kf.kg.kh.ki.kj.kk.kl.km.kn: "
+                     "parameter groups nest too deeply");
+            parse_fails(text, 1, (int)(strstr(text, "\"kn\"") - text) + 1, want);
+        }
+    }
+}
+END_TEST
+
 /* Four grid axes of 100 values: the fourth takes the grid past 10^6 points. */
 START_TEST(test_parse_grid_limit)
 {
@@ -662,7 +704,8 @@ END_TEST
 START_TEST(test_parse_rollback)
 {
     ck_assert_int_eq(tune_space_add_uniform(sp, "keep", 0, 1, &err), TUNE_OK);
-    parse_fails("{\"param_space\": {\"a\": 1, \"b\": {\"c\": \"x\"}, \"d\": {\"randint\": [1, 0]}}}",
+    parse_fails("{\"param_space\": {\"a\": 1, \"b\": {\"c\": \"x\"},"
+                " \"d\": {\"randint\": [1, 0]}}}",
                 1, 64, "param_space.d: randint needs low < high (high is exclusive)");
     ck_assert_uint_eq(sp->n, 1);
     ck_assert_str_eq(sp->params[0].name, "keep");
@@ -682,9 +725,8 @@ START_TEST(test_add_json)
     EXPECT_OK(tune_space_add_json(sp, "s", " \"adam\" ", &err));
     ck_assert_str_eq(last()->values[0].u.s, "adam");
     /* a group adds several flattened parameters */
-    ck_assert_int_eq(tune_space_add_json(sp, "opt", "{\"lr\": 1, \"m\": {\"uniform\": [0, 1]}}",
-                                         &err),
-                     TUNE_OK);
+    ck_assert_int_eq(
+        tune_space_add_json(sp, "opt", "{\"lr\": 1, \"m\": {\"uniform\": [0, 1]}}", &err), TUNE_OK);
     ck_assert_str_eq(sp->params[sp->n - 2].name, "opt/lr");
     ck_assert_str_eq(last()->name, "opt/m");
 
@@ -697,8 +739,7 @@ START_TEST(test_add_json)
                 TUNE_ECONFIG, "'y/b': randint needs integer bounds");
     ck_assert_int_eq(err.line, 2);
     ck_assert_int_eq(err.column, 23);
-    EXPECT_FAIL(tune_space_add_json(sp, "lr", "1", &err), TUNE_ECONFIG,
-                "duplicate parameter 'lr'");
+    EXPECT_FAIL(tune_space_add_json(sp, "lr", "1", &err), TUNE_ECONFIG, "duplicate parameter 'lr'");
     EXPECT_FAIL(tune_space_add_json(sp, "z", "null", &err), TUNE_ECONFIG,
                 "'z': null is not a valid parameter value");
     EXPECT_FAIL(tune_space_add_json(sp, "z", "[1]", &err), TUNE_ECONFIG,
@@ -713,6 +754,68 @@ START_TEST(test_add_json)
     ck_assert_int_eq(tune_space_add_json(sp, NULL, "1", &err), TUNE_EINVAL);
     ck_assert_int_eq(tune_space_add_json(sp, "z", NULL, &err), TUNE_EINVAL);
     ck_assert_int_eq(tune_space_add_json(sp, "z", "{\"uniform\": [1, 0]}", NULL), TUNE_ECONFIG);
+}
+END_TEST
+
+/* ---- allocation failures (jansson's test_chaos pattern) ------------------- */
+
+static long alloc_count, alloc_fail_at;
+
+static void *failing_malloc(size_t size)
+{
+    if (alloc_count++ == alloc_fail_at)
+        return NULL;
+    return malloc(size);
+}
+
+enum oom_op { OOM_CHOICE, OOM_JSON, OOM_CLONE, OOM_GROW };
+
+static tune_status oom_run(enum oom_op op, tune_space **ret_copy)
+{
+    const char *s[] = {"adam", "sgd", "lamb"};
+    switch (op) {
+        case OOM_CHOICE: return tune_space_add_choice_string(sp, "opt", s, 3, &err);
+        case OOM_JSON:
+            return tune_space_add_json(sp, "g",
+                                       "{\"a\": \"x\", \"b\": {\"choice\": [\"p\", 2]},"
+                                       " \"c\": {\"uniform\": [0, 1]}}",
+                                       &err);
+        case OOM_CLONE: return tunep_space_clone(sp, ret_copy, &err);
+        case OOM_GROW: return tune_space_add_const_int(sp, "ninth", 9, &err);
+    }
+    return TUNE_EINTERNAL;
+}
+
+START_TEST(test_oom)
+{
+    char name[16];
+    for (int i = 0; i < 8; i++) { /* a full first block, so OOM_GROW reallocates */
+        snprintf(name, sizeof name, "k%d", i);
+        ck_assert_int_eq(tune_space_add_const_string(sp, name, "v", &err), TUNE_OK);
+    }
+    for (int op = OOM_CHOICE; op <= OOM_GROW; op++) {
+        size_t n0 = sp->n;
+        tune_status st = TUNE_ENOMEM;
+        tune_space *copy = NULL;
+        for (alloc_fail_at = 0; st == TUNE_ENOMEM && alloc_fail_at < 100; alloc_fail_at++) {
+            alloc_count = 0;
+            tune_set_alloc_funcs(failing_malloc, free);
+            st = oom_run((enum oom_op)op, &copy);
+            tune_set_alloc_funcs(NULL, NULL);
+            if (st == TUNE_ENOMEM) {
+                ck_assert_int_eq(err.code, TUNE_ENOMEM);
+                ck_assert_uint_eq(sp->n, n0);
+                ck_assert_ptr_null(copy);
+            }
+        }
+        ck_assert_msg(st == TUNE_OK, "op %d: %s", op, err.text);
+        ck_assert_int_gt(alloc_fail_at, 1); /* at least one failure was injected */
+        if (op == OOM_CLONE) {
+            ck_assert_uint_eq(copy->n, sp->n);
+            tune_space_free(copy);
+        }
+    }
+    ck_assert_uint_eq(sp->n, 8 + 1 + 3 + 1);
 }
 END_TEST
 
@@ -735,6 +838,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, test_param_limit);
     tcase_add_test(tc, test_internal_check);
     tcase_add_test(tc, test_clone_truncate);
+    tcase_add_test(tc, test_oom);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("config");
@@ -745,6 +849,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, test_parse_type_errors);
     tcase_add_test(tc, test_parse_value_errors);
     tcase_add_test(tc, test_parse_name_errors);
+    tcase_add_test(tc, test_parse_depth);
     tcase_add_test(tc, test_parse_grid_limit);
     tcase_add_test(tc, test_parse_rollback);
     tcase_add_test(tc, test_add_json);

@@ -27,31 +27,31 @@ struct prim {
     int n_min, n_max;
     int integer; /* bounds and q must be JSON integers */
     enum tunep_arg args[4];
-    const char *usage;
 };
 
+/* One primitive per row: clang-format would put every field on its own line. */
+/* clang-format off */
+#define LO TUNEP_ARG_LOW
+#define HI TUNEP_ARG_HIGH
+#define Q TUNEP_ARG_Q
+#define BASE TUNEP_ARG_BASE
 static const struct prim prims[] = {
-    {"uniform", TUNEP_DIST_UNIFORM, 2, 2, 0, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH}, "[low, high]"},
-    {"quniform", TUNEP_DIST_QUNIFORM, 3, 3, 0, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_Q},
-     "[low, high, q]"},
-    {"loguniform", TUNEP_DIST_LOGUNIFORM, 2, 3, 0, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_BASE},
-     "[low, high] or [low, high, base]"},
-    {"qloguniform", TUNEP_DIST_QLOGUNIFORM, 3, 4, 0,
-     {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_Q, TUNEP_ARG_BASE},
-     "[low, high, q] or [low, high, q, base]"},
-    {"randn", TUNEP_DIST_RANDN, 0, 2, 0, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH},
-     "[], [mean] or [mean, sd]"},
-    {"qrandn", TUNEP_DIST_QRANDN, 3, 3, 0, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_Q},
-     "[mean, sd, q]"},
-    {"randint", TUNEP_DIST_RANDINT, 2, 2, 1, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH}, "[low, high]"},
-    {"qrandint", TUNEP_DIST_QRANDINT, 2, 3, 1, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_Q},
-     "[low, high] or [low, high, q]"},
-    {"lograndint", TUNEP_DIST_LOGRANDINT, 2, 3, 1, {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_BASE},
-     "[low, high] or [low, high, base]"},
-    {"qlograndint", TUNEP_DIST_QLOGRANDINT, 3, 4, 1,
-     {TUNEP_ARG_LOW, TUNEP_ARG_HIGH, TUNEP_ARG_Q, TUNEP_ARG_BASE},
-     "[low, high, q] or [low, high, q, base]"},
+    {"uniform",     TUNEP_DIST_UNIFORM,     2, 2, 0, {LO, HI}},
+    {"quniform",    TUNEP_DIST_QUNIFORM,    3, 3, 0, {LO, HI, Q}},
+    {"loguniform",  TUNEP_DIST_LOGUNIFORM,  2, 3, 0, {LO, HI, BASE}},
+    {"qloguniform", TUNEP_DIST_QLOGUNIFORM, 3, 4, 0, {LO, HI, Q, BASE}},
+    {"randn",       TUNEP_DIST_RANDN,       0, 2, 0, {LO, HI}},
+    {"qrandn",      TUNEP_DIST_QRANDN,      3, 3, 0, {LO, HI, Q}},
+    {"randint",     TUNEP_DIST_RANDINT,     2, 2, 1, {LO, HI}},
+    {"qrandint",    TUNEP_DIST_QRANDINT,    2, 3, 1, {LO, HI, Q}},
+    {"lograndint",  TUNEP_DIST_LOGRANDINT,  2, 3, 1, {LO, HI, BASE}},
+    {"qlograndint", TUNEP_DIST_QLOGRANDINT, 3, 4, 1, {LO, HI, Q, BASE}},
 };
+#undef LO
+#undef HI
+#undef Q
+#undef BASE
+/* clang-format on */
 
 #define N_PRIMS (sizeof prims / sizeof prims[0])
 
@@ -106,8 +106,8 @@ static tune_status perr(const struct pctx *pc, struct tunep_cfgpath *path, int a
         if (pc->plain)
             tunep_error_set_at(ctx->err, TUNE_ECONFIG, ctx->source, line, col, "%s", msg);
         else
-            tunep_error_set_at(ctx->err, TUNE_ECONFIG, ctx->source, line, col, "'%s': %s",
-                               pc->name, msg);
+            tunep_error_set_at(ctx->err, TUNE_ECONFIG, ctx->source, line, col, "'%s': %s", pc->name,
+                               msg);
     } else {
         tunep_cfg_error(ctx, path, at_key, "%s", msg);
     }
@@ -202,8 +202,7 @@ static tune_status parse_values(struct pctx *pc, struct tunep_cfgpath *path, con
     memset(&p, 0, sizeof p);
     p.dist = dist;
     if (!json_is_array(arr))
-        return perr(pc, path, 0, key, -1, "%s takes a list of values, got %s", key,
-                    type_name(arr));
+        return perr(pc, path, 0, key, -1, "%s takes a list of values, got %s", key, type_name(arr));
     p.n_values = json_array_size(arr);
     if (p.n_values > 0 && p.n_values <= TUNEP_SPACE_MAX_CHOICES) {
         p.values = tunep_calloc(p.n_values, sizeof *p.values);
@@ -229,8 +228,34 @@ static tune_status parse_values(struct pctx *pc, struct tunep_cfgpath *path, con
     return st;
 }
 
-static tune_status parse_numeric(struct pctx *pc, struct tunep_cfgpath *path,
-                                 const struct prim *pr, const json_t *arr)
+/* "[low, high] or [low, high, base]": the accepted arrays, for arity errors. */
+static void usage(const struct prim *pr, char *buf, size_t size)
+{
+    int normal = pr->dist == TUNEP_DIST_RANDN || pr->dist == TUNEP_DIST_QRANDN;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int k = pr->n_min; k <= pr->n_max && n < size; k++) {
+        const char *sep = k == pr->n_min ? "" : k == pr->n_max ? " or " : ", ";
+        n += (size_t)snprintf(buf + n, size - n, "%s[", sep);
+        for (int i = 0; i < k && n < size; i++) {
+            const char *arg = "";
+            switch (pr->args[i]) {
+                case TUNEP_ARG_LOW: arg = normal ? "mean" : "low"; break;
+                case TUNEP_ARG_HIGH: arg = normal ? "sd" : "high"; break;
+                case TUNEP_ARG_Q: arg = "q"; break;
+                case TUNEP_ARG_BASE: arg = "base"; break;
+                case TUNEP_ARG_NONE:
+                case TUNEP_ARG_VALUES: break;
+            }
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "", arg);
+        }
+        if (n < size)
+            n += (size_t)snprintf(buf + n, size - n, "]");
+    }
+}
+
+static tune_status parse_numeric(struct pctx *pc, struct tunep_cfgpath *path, const struct prim *pr,
+                                 const json_t *arr)
 {
     struct tunep_param p;
     tune_error e;
@@ -244,8 +269,11 @@ static tune_status parse_numeric(struct pctx *pc, struct tunep_cfgpath *path,
     p.q = 1.0;
     p.iq = 1; /* qrandint's default q */
     if (!json_is_array(arr) || (int)json_array_size(arr) < pr->n_min ||
-        json_array_size(arr) > (size_t)pr->n_max)
-        return perr(pc, path, 0, key, -1, "%s takes %s", key, pr->usage);
+        json_array_size(arr) > (size_t)pr->n_max) {
+        char forms[128];
+        usage(pr, forms, sizeof forms);
+        return perr(pc, path, 0, key, -1, "%s takes %s", key, forms);
+    }
     int n = (int)json_array_size(arr);
     for (int i = 0; i < n; i++) {
         const json_t *v = json_array_get(arr, (size_t)i); /* borrowed */
@@ -298,9 +326,10 @@ static tune_status parse_group(struct pctx *pc, struct tunep_cfgpath *path, cons
         const json_t *v = json_object_iter_value(it); /* borrowed */
         size_t klen = strlen(key);
         tunep_cfgpath_push_key(path, key);
-        if (path->depth > PATH_MAX_DEPTH - 2) {
+        if (path->depth > PATH_MAX_DEPTH - 2) { /* room for a primitive's key and index */
+            tune_status st = perr(pc, path, 1, NULL, -1, "parameter groups nest too deeply");
             tunep_cfgpath_pop(path);
-            return perr(pc, path, path->depth > 0, NULL, -1, "parameter groups nest too deeply");
+            return st;
         }
         if (klen == 0) {
             tune_status st = perr(pc, path, 1, NULL, -1, "parameter name is empty");
@@ -404,8 +433,8 @@ tune_status tune_space_add_json(tune_space *s, const char *name, const char *jso
     json_error_t jerr;
     json_t *root = json_loads(json, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr); /* new ref */
     if (!root)
-        return tunep_error_set_at(err, TUNE_ECONFIG, "<string>", jerr.line, jerr.column,
-                                  "'%s': %s", name, jerr.text);
+        return tunep_error_set_at(err, TUNE_ECONFIG, "<string>", jerr.line, jerr.column, "'%s': %s",
+                                  name, jerr.text);
     struct tunep_cfgctx ctx = {.text = json, .len = strlen(json), .source = "<string>", .err = err};
     struct tunep_cfgpath path;
     memset(&path, 0, sizeof path);

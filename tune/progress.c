@@ -28,7 +28,7 @@ static void fmt_value(char *buf, size_t size, const struct tunep_value *v)
 static double last_metric(const struct tune_study *s, const struct tunep_trial_rec *r)
 {
     if (s->main_metric < 0 || (size_t)s->main_metric >= r->n_last)
-        return NAN;
+        return (double)NAN;
     return r->last[s->main_metric];
 }
 
@@ -262,7 +262,7 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
             if (!p)
                 return TUNE_ENOMEM;
             for (size_t j = r->n_last; j < cap; j++)
-                p[j] = NAN;
+                p[j] = (double)NAN;
             r->last = p;
             r->n_last = cap;
         }

@@ -39,6 +39,7 @@ const char *tune_strerror(tune_status code)
     return "unknown status";
 }
 
+TUNEP_PRINTF(6, 0)
 static void verror(tune_error *err, tune_status code, const char *source, int line, int column,
                    const char *fmt, va_list ap)
 {

@@ -152,7 +152,7 @@ static int remember(struct tune_study *s, struct tunep_trial_rec *rec, size_t n,
             if (!p)
                 return -1;
             for (size_t j = rec->n_last; j < cap; j++)
-                p[j] = NAN;
+                p[j] = (double)NAN;
             rec->last = p;
             rec->n_last = cap;
         }
