@@ -99,8 +99,10 @@ char *tune_error_format(const tune_error *err, char *buf, size_t size)
         buf[0] = '\0';
         return buf;
     }
-    if (err->source[0] && err->line > 0)
+    if (err->source[0] && err->line > 0 && err->column > 0)
         snprintf(buf, size, "%s:%d:%d: %s", err->source, err->line, err->column, err->text);
+    else if (err->source[0] && err->line > 0)
+        snprintf(buf, size, "%s:%d: %s", err->source, err->line, err->text);
     else if (err->source[0])
         snprintf(buf, size, "%s: %s", err->source, err->text);
     else
