@@ -72,18 +72,27 @@ tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data)
     gsl_rng_set(noise, (unsigned long)tune_trial_seed(trial));
     gsl_rng_set(fail, (unsigned long)tunep_splitmix64(tune_trial_seed(trial) +
                                                       (uint64_t)tune_trial_attempt(trial)));
-    const char *names[2] = {"val_accuracy", "true_accuracy"};
     for (int64_t it = 1; it <= cfg->iterations; it++) {
         sleep_s(cfg->sleep_s);
         double truth = tunep_synthetic_curve(lr, wd, bs, warm, it);
-        double values[2] = {truth + (cfg->noise > 0 ? gsl_ran_gaussian(noise, cfg->noise) : 0.0),
-                            truth};
+        double acc = truth + (cfg->noise > 0 ? gsl_ran_gaussian(noise, cfg->noise) : 0.0);
         if (cfg->fail_prob > 0 && gsl_rng_uniform(fail) < cfg->fail_prob) {
             tune_trial_set_error(trial, "synthetic failure at iteration %lld", (long long)it);
             st = TUNE_EFAILED;
             goto out;
         }
-        st = tune_trial_report(trial, cfg->report_true ? 2 : 1, names, values);
+        const char *names[3] = {"val_accuracy"};
+        double values[3] = {acc};
+        size_t n = 1;
+        if (cfg->report_true) {
+            names[n] = "true_accuracy";
+            values[n++] = truth;
+        }
+        if (cfg->report_loss) { /* for sweeps with mode "min" */
+            names[n] = "val_loss";
+            values[n++] = 1.0 - acc;
+        }
+        st = tune_trial_report(trial, n, names, values);
         if (st == TUNE_ESTOP) {
             st = TUNE_OK;
             break;

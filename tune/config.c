@@ -214,7 +214,7 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
                                  const json_t *obj, struct tunep_config *c)
 {
     static const char *const synthetic_keys[] = {"type",  "iterations", "sleep_s",
-                                                 "fail_prob", "noise", "report_true"};
+                                                 "fail_prob", "noise", "report_true", "report_loss"};
     if (!json_is_object(obj))
         return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
     const json_t *type = json_object_get(obj, "type"); /* borrowed */
@@ -247,6 +247,8 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             st = want_number(ctx, path, v, 0, 1, &c->synthetic.noise);
         else if (strcmp(key, "report_true") == 0)
             st = want_bool(ctx, path, v, &c->synthetic.report_true);
+        else if (strcmp(key, "report_loss") == 0)
+            st = want_bool(ctx, path, v, &c->synthetic.report_loss);
         tunep_cfgpath_pop(path);
     }
     return st;

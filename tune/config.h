@@ -33,6 +33,7 @@ struct tunep_synthetic_config {
     double fail_prob;   /* per iteration; 0 */
     double noise;       /* sd of the Gaussian noise on val_accuracy; 0.005 */
     int report_true;    /* also report the noise-free "true_accuracy"; 0 */
+    int report_loss;    /* also report "val_loss" = 1 - val_accuracy; 0 */
 };
 
 struct tunep_threshold {

@@ -62,18 +62,10 @@ static void put_int(struct tunep_buf *b, int64_t v)
 static void put_value(struct tunep_buf *b, const struct tunep_value *v)
 {
     switch (v->type) {
-        case TUNEP_V_DOUBLE:
-            put_double(b, v->u.d);
-            break;
-        case TUNEP_V_INT:
-            put_int(b, v->u.i);
-            break;
-        case TUNEP_V_STRING:
-            tunep_csv_field(b, v->u.s);
-            break;
-        case TUNEP_V_BOOL:
-            tunep_buf_puts(b, v->u.b ? "True" : "False");
-            break;
+        case TUNEP_V_DOUBLE: put_double(b, v->u.d); break;
+        case TUNEP_V_INT: put_int(b, v->u.i); break;
+        case TUNEP_V_STRING: tunep_csv_field(b, v->u.s); break;
+        case TUNEP_V_BOOL: tunep_buf_puts(b, v->u.b ? "True" : "False"); break;
     }
 }
 
@@ -168,7 +160,7 @@ struct csv_out {
     FILE *f;
     struct tunep_buf row; /* the record being built, reused */
     struct columns cols;
-    double *cells;        /* one per metric column, for the current row */
+    double *cells; /* one per metric column, for the current row */
     tune_error *err;
 };
 
@@ -249,8 +241,7 @@ static tune_status out_cells(struct csv_out *o)
 }
 
 /* Appends ",<cell>" for every metric column, from the row's (names, values). */
-static void put_metrics(struct csv_out *o, size_t n, const char *const *names,
-                        const double *values)
+static void put_metrics(struct csv_out *o, size_t n, const char *const *names, const double *values)
 {
     for (size_t k = 0; k < o->cols.n; k++)
         o->cells[k] = (double)NAN;

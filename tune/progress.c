@@ -121,6 +121,17 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
         if (wanted > rows)
             tunep_buf_printf(&b, "... %lld more trials not shown\n", (long long)(wanted - rows));
     }
+    /* The last errors, so a failing sweep says why without opening the store. */
+    int shown_errors = 0;
+    for (int64_t i = s->n_trials - 1; i >= 0 && shown_errors < 5; i--) {
+        const struct tunep_trial_rec *r = s->trials[i];
+        if (r->error && (r->status == TUNE_TRIAL_ERROR || r->status == TUNE_TRIAL_PENDING)) {
+            tunep_buf_printf(&b, "%s trial %lld (attempt %d): %s\n",
+                             r->status == TUNE_TRIAL_ERROR ? "ERROR" : "retrying", (long long)r->id,
+                             r->attempt, r->error);
+            shown_errors++;
+        }
+    }
     pthread_mutex_unlock(&s->lock);
     char *text = tunep_buf_take(&b);
     if (!text)

@@ -78,6 +78,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -96,41 +97,41 @@
  */
 #define STORE_BUSY_TIMEOUT_MS 5000
 /*
- * WAL pages between automatic checkpoints (SQLite's default is 1000). Each
- * checkpoint fsyncs twice; at 1000 pages that came every ~250 trials and cost
- * ~14 us per trial of waiting on the dev VM. 10000 pages (40 MiB of WAL at
- * most) makes it ~1.5 us.
+ * WAL pages between automatic checkpoints (SQLite's default is 1000). A trial
+ * appends about 3 pages (two commits), and each checkpoint fsyncs the WAL and
+ * the database: at 1000 pages that is every ~300 trials, which a disk with
+ * 5 ms fsyncs would turn into ~30 us per trial. 10000 pages (40 MiB of WAL at
+ * most) cuts it tenfold; on the dev VM (0.4 ms fsyncs) it saved 1.6 us/trial.
  */
 #define STORE_WAL_AUTOCHECKPOINT 10000
 
-static const char schema_sql[] =
-    "CREATE TABLE experiment (\n"
-    "    id INTEGER PRIMARY KEY CHECK (id = 1),\n"
-    "    name TEXT,\n"
-    "    config TEXT,\n"
-    "    metric TEXT,\n"
-    "    mode TEXT,\n"
-    "    seed INTEGER NOT NULL,\n"
-    "    version TEXT,\n"
-    "    created REAL\n"
-    ");\n"
-    "CREATE TABLE params (\n"
-    "    position INTEGER PRIMARY KEY,\n"
-    "    name TEXT NOT NULL UNIQUE,\n"
-    "    type TEXT NOT NULL,\n"
-    "    domain TEXT,\n"
-    "    column_name TEXT NOT NULL,\n"
-    "    type_column TEXT\n"
-    ");\n"
-    "CREATE TABLE reports (\n"
-    "    trial_id INTEGER NOT NULL REFERENCES trials (trial_id),\n"
-    "    attempt INTEGER NOT NULL,\n"
-    "    training_iteration INTEGER NOT NULL,\n"
-    "    time_total_s REAL,\n"
-    "    wall_time REAL,\n"
-    "    metrics TEXT NOT NULL,\n"
-    "    PRIMARY KEY (trial_id, attempt, training_iteration)\n"
-    ") WITHOUT ROWID;\n";
+static const char schema_sql[] = "CREATE TABLE experiment (\n"
+                                 "    id INTEGER PRIMARY KEY CHECK (id = 1),\n"
+                                 "    name TEXT,\n"
+                                 "    config TEXT,\n"
+                                 "    metric TEXT,\n"
+                                 "    mode TEXT,\n"
+                                 "    seed INTEGER NOT NULL,\n"
+                                 "    version TEXT,\n"
+                                 "    created REAL\n"
+                                 ");\n"
+                                 "CREATE TABLE params (\n"
+                                 "    position INTEGER PRIMARY KEY,\n"
+                                 "    name TEXT NOT NULL UNIQUE,\n"
+                                 "    type TEXT NOT NULL,\n"
+                                 "    domain TEXT,\n"
+                                 "    column_name TEXT NOT NULL,\n"
+                                 "    type_column TEXT\n"
+                                 ");\n"
+                                 "CREATE TABLE reports (\n"
+                                 "    trial_id INTEGER NOT NULL REFERENCES trials (trial_id),\n"
+                                 "    attempt INTEGER NOT NULL,\n"
+                                 "    training_iteration INTEGER NOT NULL,\n"
+                                 "    time_total_s REAL,\n"
+                                 "    wall_time REAL,\n"
+                                 "    metrics TEXT NOT NULL,\n"
+                                 "    PRIMARY KEY (trial_id, attempt, training_iteration)\n"
+                                 ") WITHOUT ROWID;\n";
 
 /* The write statements, prepared once per writable store. */
 enum stmt_id {
@@ -153,9 +154,10 @@ static const char *const stmt_sql[S_TRIAL_INSERT] = {
     [S_SAVEPOINT] = "SAVEPOINT trial_restart",
     [S_RELEASE] = "RELEASE trial_restart",
     [S_ROLLBACK_TO] = "ROLLBACK TO trial_restart",
-    [S_TRIAL_RESTART] = "UPDATE trials SET status = 'RUNNING', attempt = ?2, training_iteration = 0,"
-                        " time_total_s = NULL, start_time = ?3, end_time = NULL, error = NULL"
-                        " WHERE trial_id = ?1",
+    [S_TRIAL_RESTART] =
+        "UPDATE trials SET status = 'RUNNING', attempt = ?2, training_iteration = 0,"
+        " time_total_s = NULL, start_time = ?3, end_time = NULL, error = NULL"
+        " WHERE trial_id = ?1",
     [S_REPORTS_CLEAR] = "DELETE FROM reports WHERE trial_id = ?1 AND attempt = ?2",
     [S_TRIAL_END] = "UPDATE trials SET status = ?3, training_iteration = ?4, time_total_s = ?5,"
                     " end_time = ?6, error = ?7 WHERE trial_id = ?1 AND attempt = ?2",
@@ -185,7 +187,7 @@ struct store_param {
 
 struct tunep_store {
     sqlite3 *db;
-    char *path;  /* as given; the source of every error */
+    char *path; /* as given; the source of every error */
     int readonly;
     int in_txn;  /* a write transaction is open (see the invariants above) */
     int in_read; /* tunep_store_read_begin() opened a read transaction */
@@ -347,15 +349,12 @@ static enum ptype param_kind(const struct tunep_param *p)
         case TUNEP_DIST_LOGUNIFORM:
         case TUNEP_DIST_QLOGUNIFORM:
         case TUNEP_DIST_RANDN:
-        case TUNEP_DIST_QRANDN:
-            return PT_FLOAT;
+        case TUNEP_DIST_QRANDN: return PT_FLOAT;
         case TUNEP_DIST_RANDINT:
         case TUNEP_DIST_QRANDINT:
         case TUNEP_DIST_LOGRANDINT:
-        case TUNEP_DIST_QLOGRANDINT:
-            return PT_INT;
-        default:
-            break;
+        case TUNEP_DIST_QLOGRANDINT: return PT_INT;
+        default: break;
     }
     if (p->n_values == 0 || (unsigned)p->values[0].type >= (unsigned)PT_MIXED)
         return PT_MIXED;
@@ -505,8 +504,7 @@ static tune_status prepare_trial_insert(struct tunep_store *st, tune_error *err)
         tunep_buf_done(&b);
         return oom(st, err);
     }
-    tune_status rs = prepare(st, b.data, SQLITE_PREPARE_PERSISTENT, &st->stmt[S_TRIAL_INSERT],
-                             err);
+    tune_status rs = prepare(st, b.data, SQLITE_PREPARE_PERSISTENT, &st->stmt[S_TRIAL_INSERT], err);
     tunep_buf_done(&b);
     return rs;
 }
@@ -596,8 +594,7 @@ static char *unique_column(char *const *cols, size_t n, const char *base)
 }
 
 /* The parameters of the space with their columns (not yet loaded from a file). */
-static tune_status plan_columns(const tune_space *space, struct store_param **ret,
-                                tune_error *err)
+static tune_status plan_columns(const tune_space *space, struct store_param **ret, tune_error *err)
 {
     size_t n = space ? space->n : 0, n_cols = 0;
     struct store_param *p = n ? tunep_calloc(n, sizeof *p) : NULL;
@@ -737,8 +734,7 @@ static tune_status check_empty(struct tunep_store *st, tune_error *err)
 }
 
 tune_status tunep_store_create(const char *db_path, const struct tunep_store_experiment *exp,
-                               const tune_space *space, struct tunep_store **ret,
-                               tune_error *err)
+                               const tune_space *space, struct tunep_store **ret, tune_error *err)
 {
     struct tunep_store *st = NULL;
     tune_status rs;
@@ -867,18 +863,12 @@ static tune_status bind_values(struct tunep_store *st, sqlite3_stmt *s, int64_t 
     for (size_t i = 0; i < st->n_params; i++) {
         const struct tunep_value *v = &values[i];
         switch (v->type) {
-            case TUNEP_V_DOUBLE:
-                bind_real(s, k, v->u.d);
-                break;
-            case TUNEP_V_INT:
-                sqlite3_bind_int64(s, k, v->u.i);
-                break;
+            case TUNEP_V_DOUBLE: bind_real(s, k, v->u.d); break;
+            case TUNEP_V_INT: sqlite3_bind_int64(s, k, v->u.i); break;
             case TUNEP_V_STRING:
                 sqlite3_bind_text(s, k, v->u.s ? v->u.s : "", -1, SQLITE_STATIC);
                 break;
-            case TUNEP_V_BOOL:
-                sqlite3_bind_int(s, k, v->u.b != 0);
-                break;
+            case TUNEP_V_BOOL: sqlite3_bind_int(s, k, v->u.b != 0); break;
             default:
                 return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0,
                                           "store: trial %lld: parameter '%s' has kind %d",
@@ -954,8 +944,7 @@ tune_status tunep_store_trial_start(struct tunep_store *st, int64_t trial_id, in
             return TUNE_OK;
         /* Anything but "the trial is there already" is a failure (which changed nothing). */
         if (rc != SQLITE_CONSTRAINT_PRIMARYKEY)
-            return db_fail(st, err, "start trial %lld attempt %d", (long long)trial_id,
-                           attempt);
+            return db_fail(st, err, "start trial %lld attempt %d", (long long)trial_id, attempt);
     }
     if ((rs = restart_trial(st, trial_id, attempt, start_time, &found, err)))
         return rs;
@@ -967,17 +956,15 @@ tune_status tunep_store_trial_start(struct tunep_store *st, int64_t trial_id, in
 }
 
 tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int attempt,
-                                  tune_trial_status status, int64_t iteration,
-                                  double time_total_s, double end_time, const char *error,
-                                  tune_error *err)
+                                  tune_trial_status status, int64_t iteration, double time_total_s,
+                                  double end_time, const char *error, tune_error *err)
 {
     tune_status rs = check_writable(st, err);
     if (rs)
         return rs;
     if ((unsigned)status >= (unsigned)TUNE_TRIAL_STATUS_COUNT)
-        return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0,
-                                  "store: trial %lld: status %d", (long long)trial_id,
-                                  (int)status);
+        return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0, "store: trial %lld: status %d",
+                                  (long long)trial_id, (int)status);
     if ((rs = begin(st, err)))
         return rs;
     sqlite3_stmt *s = st->stmt[S_TRIAL_END];
@@ -1016,17 +1003,10 @@ static void json_put_string(struct tunep_buf *b, const char *s)
         size_t n = 2;
         switch (c) {
             case '"':
-            case '\\':
-                break;
-            case '\n':
-                esc[1] = 'n';
-                break;
-            case '\r':
-                esc[1] = 'r';
-                break;
-            case '\t':
-                esc[1] = 't';
-                break;
+            case '\\': break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
             default:
                 esc[1] = 'u';
                 esc[2] = '0';
@@ -1057,9 +1037,8 @@ static void json_put_number(struct tunep_buf *b, double v)
 }
 
 tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int attempt,
-                               int64_t iteration, double time_total_s, double wall_time,
-                               size_t n, const char *const *names, const double *values,
-                               tune_error *err)
+                               int64_t iteration, double time_total_s, double wall_time, size_t n,
+                               const char *const *names, const double *values, tune_error *err)
 {
     tune_status rs = check_writable(st, err);
     if (rs)
@@ -1086,6 +1065,10 @@ tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int att
         tunep_buf_done(b);
         return oom(st, err);
     }
+    if (b->len > INT_MAX)
+        return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0,
+                                  "store: report for trial %lld: metrics too large",
+                                  (long long)trial_id);
     if ((rs = begin(st, err)))
         return rs;
     sqlite3_stmt *s = st->stmt[S_REPORT_INSERT];
@@ -1278,8 +1261,7 @@ enum {
 };
 
 /* The trial query: each trial with the last report of its current attempt, then its values. */
-static tune_status prepare_trial_query(struct tunep_store *st, sqlite3_stmt **ret,
-                                       tune_error *err)
+static tune_status prepare_trial_query(struct tunep_store *st, sqlite3_stmt **ret, tune_error *err)
 {
     struct tunep_buf b;
     tunep_buf_init(&b);
@@ -1309,8 +1291,7 @@ static tune_status prepare_trial_query(struct tunep_store *st, sqlite3_stmt **re
 }
 
 /* One value from column k of the trial query (kind column k + 1 for a mixed parameter). */
-static void read_value(const struct store_param *p, sqlite3_stmt *q, int k,
-                       struct tunep_value *v)
+static void read_value(const struct store_param *p, sqlite3_stmt *q, int k, struct tunep_value *v)
 {
     int ctype = sqlite3_column_type(q, k);
     enum ptype kind = p->type;
@@ -1403,8 +1384,8 @@ out:
     return rs;
 }
 
-static tune_status foreach_report(struct tunep_store *st, int last_attempt_only,
-                                  tunep_report_cb cb, void *ud, tune_error *err)
+static tune_status foreach_report(struct tunep_store *st, int last_attempt_only, tunep_report_cb cb,
+                                  void *ud, tune_error *err)
 {
     sqlite3_stmt *q = NULL, *qm = NULL;
     struct metric_rows m;
@@ -1412,16 +1393,16 @@ static tune_status foreach_report(struct tunep_store *st, int last_attempt_only,
     if (!st || !cb)
         return tunep_error_set(err, TUNE_EINVAL, "store: foreach report: missing argument");
     memset(&m, 0, sizeof m);
-    tune_status rs = prepare(st,
-                             last_attempt_only
-                                 ? "SELECT r.trial_id, r.attempt, r.training_iteration,"
-                                   " r.time_total_s, r.metrics FROM reports AS r JOIN trials AS t"
-                                   " ON t.trial_id = r.trial_id AND t.attempt = r.attempt"
-                                   " ORDER BY r.trial_id, r.attempt, r.training_iteration"
-                                 : "SELECT trial_id, attempt, training_iteration, time_total_s,"
-                                   " metrics FROM reports"
-                                   " ORDER BY trial_id, attempt, training_iteration",
-                             0, &q, err);
+    tune_status rs =
+        prepare(st,
+                last_attempt_only ? "SELECT r.trial_id, r.attempt, r.training_iteration,"
+                                    " r.time_total_s, r.metrics FROM reports AS r JOIN trials AS t"
+                                    " ON t.trial_id = r.trial_id AND t.attempt = r.attempt"
+                                    " ORDER BY r.trial_id, r.attempt, r.training_iteration"
+                                  : "SELECT trial_id, attempt, training_iteration, time_total_s,"
+                                    " metrics FROM reports"
+                                    " ORDER BY trial_id, attempt, training_iteration",
+                0, &q, err);
     if (rs || (rs = prepare(st, metrics_sql, 0, &qm, err)))
         goto out;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {

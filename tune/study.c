@@ -90,7 +90,8 @@ int64_t tunep_study_best_trial(const struct tune_study *s)
         return -1;
     for (int64_t i = 0; i < s->n_trials; i++) {
         const struct tunep_trial_rec *r = s->trials[i];
-        if ((size_t)s->main_metric >= r->n_last)
+        /* An errored trial's last value comes from an attempt that failed. */
+        if ((size_t)s->main_metric >= r->n_last || r->status == TUNE_TRIAL_ERROR)
             continue;
         double v = r->last[s->main_metric];
         if (isnan(v))

@@ -212,9 +212,14 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
 {
     if (!t || (n && (!names || !values)))
         return TUNE_EINVAL;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (!names[i] || !names[i][0] || strlen(names[i]) > TUNEP_MAX_METRIC_NAME)
             return TUNE_EINVAL;
+        /* Names the engine fills in itself would clash with the CSV columns. */
+        if (strcmp(names[i], "training_iteration") == 0 || strcmp(names[i], "time_total_s") == 0 ||
+            strcmp(names[i], "trial_id") == 0 || strcmp(names[i], "status") == 0)
+            return TUNE_EINVAL;
+    }
     struct tune_study *s = t->study;
     struct tunep_trial_rec *rec = t->rec;
     tune_status ret = TUNE_OK;

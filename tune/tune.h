@@ -348,6 +348,8 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
 
 /**
  * Reports n metrics for the next training iteration (1, 2, 3 ... per attempt).
+ * training_iteration and time_total_s are filled in by the engine; those
+ * names, trial_id and status are reserved (TUNE_EINVAL).
  * The report is in the store before this returns. A NaN, an infinity or a
  * missing main metric counts as the worst value for the scheduler (logged).
  * @return TUNE_OK to go on; TUNE_ESTOP when the trial must stop now (the
@@ -443,7 +445,7 @@ TUNE_API tune_status tune_study_progress_text(tune_study *study, int max_rows, c
                                               tune_error *err);
 /**
  * The best trial by the last reported value of the main metric (Ray's
- * scope="last"), as `{"trial_id": 3, "status": "TERMINATED", "config": {...},
+ * scope="last"; trials that ended in ERROR are left out), as `{"trial_id": 3, "status": "TERMINATED", "config": {...},
  * "<metric>": 0.91, "training_iteration": 20}`. Caller frees with tune_free().
  * @return TUNE_OK, TUNE_ENOTFOUND (no trial reported the metric), TUNE_ENOMEM.
  */

@@ -81,7 +81,8 @@ int cli_export(int argc, char **argv)
     tune_study *study = NULL;
     int rc = open_dir("export", argc, argv,
                       "usage: tune export DIR --csv FILE [--progress]\n"
-                      "Writes one row per trial, or with --progress one row per report.\n",
+                      "Writes one row per trial, or with --progress one row per report of each\n"
+                      "trial's last attempt (failed attempts stay in experiment.db).\n",
                       &study);
     if (rc)
         return rc < 0 ? CLI_OK : rc;

@@ -160,7 +160,7 @@ int cli_run(int argc, char **argv)
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(job.study, c);
     if (!job.st && c[TUNE_TRIAL_ERROR] > 0) {
-        fprintf(stderr, "tune: %lld trial(s) ended in ERROR (see the error column of results.csv)\n",
+        fprintf(stderr, "tune: %lld trial(s) ended in ERROR (`tune status DIR` shows why)\n",
                 (long long)c[TUNE_TRIAL_ERROR]);
         code = CLI_FAILED;
     }

@@ -17,7 +17,7 @@ static const char usage[] =
     "  validate CONFIG                        check a config without running anything\n"
     "  status DIR                             counts and best trial of an experiment folder\n"
     "  best DIR                               the best trial as JSON\n"
-    "  export DIR --csv FILE [--progress]     write results (or every report) as CSV\n"
+    "  export DIR --csv FILE [--progress]     write results (or each report) as CSV\n"
     "\n"
     "options: --help, --version (with any command)\n"
     "exit status: 0 success, 1 the run failed or trials errored, 2 usage or config error\n"
