@@ -211,6 +211,8 @@ START_TEST(same_seed_same_configs_any_concurrency)
         ck_assert_str_eq(a.configs[i], b.configs[i]);
         if (i > 0)
             ck_assert_str_ne(a.configs[i], a.configs[i - 1]);
+    }
+    for (int i = 0; i < 20; i++) {
         free(a.configs[i]);
         free(b.configs[i]);
     }

@@ -1,0 +1,167 @@
+/*
+ * bert_layout.c - BERT configuration checks and the arena layout, as pure
+ * arithmetic over the tensor tables of bert.h.
+ *
+ * Invariants: every offset is a prefix sum in table order (no padding), so
+ * an arena is one contiguous block that kernels such as AdamW and the
+ * gradient norm can treat as flat; sizes grow monotonically with B and T,
+ * so arenas sized for (B_max, T_max) hold any smaller batch. No allocation,
+ * no backend (STYLE 8.5.2).
+ */
+#include "models/bert/bert.h"
+
+#include <stdio.h>
+
+#include "internal.h"
+
+/* clang-format off */
+#define BERT_PARAM_INFO_ROW(id, fld, shape, lay, dec, ini, hf)                                     \
+    [BERT_P_##id] = {.name = hf, .field = #fld, .layered = lay, .decay = dec,                      \
+                     .init = BERT_INIT_##ini},
+/* clang-format on */
+const struct tunep_bert_param_info tunep_bert_param_info[BERT_PARAM_COUNT] = {
+    BERT_PARAMS(BERT_PARAM_INFO_ROW)};
+
+#define BERT_ACT_INFO_ROW(id, fld, shape, lay, a, g)                                               \
+    [BERT_A_##id] = {.field = #fld, .layered = lay, .act = a, .grad = g},
+const struct tunep_bert_act_info tunep_bert_act_info[BERT_ACT_COUNT] = {
+    BERT_ACTS(BERT_ACT_INFO_ROW)};
+
+void tunep_bert_config_default(struct tunep_bert_config *cfg)
+{
+    cfg->L = 12;
+    cfg->C = 768;
+    cfg->NH = 12;
+    cfg->I = 3072;
+    cfg->P = 512;
+    cfg->V = 30522;
+    cfg->TV = 2;
+    cfg->K = 2;
+    cfg->hidden_dropout = 0.1;
+    cfg->attn_dropout = 0.1;
+    cfg->ln_eps = 1e-12;
+}
+
+void tunep_adamw_default(struct tunep_adamw *opt)
+{
+    opt->beta1 = 0.9;
+    opt->beta2 = 0.999;
+    opt->eps = 1e-8;
+    opt->weight_decay = 0.01;
+    opt->clip_norm = 1.0;
+}
+
+static int in_range(int v, int lo, int hi)
+{
+    return v >= lo && v <= hi;
+}
+
+tune_status tunep_bert_config_check(const struct tunep_bert_config *cfg, tune_error *err)
+{
+    if (!cfg)
+        return tunep_error_set(err, TUNE_EINVAL, "bert config: NULL");
+    struct {
+        const char *name;
+        int value, max;
+    } dims[] = {
+        {"num_hidden_layers", cfg->L, TUNEP_BERT_MAX_L},
+        {"hidden_size", cfg->C, TUNEP_BERT_MAX_C},
+        {"num_attention_heads", cfg->NH, TUNEP_BERT_MAX_NH},
+        {"intermediate_size", cfg->I, TUNEP_BERT_MAX_I},
+        {"max_position_embeddings", cfg->P, TUNEP_BERT_MAX_P},
+        {"vocab_size", cfg->V, TUNEP_BERT_MAX_V},
+        {"type_vocab_size", cfg->TV, TUNEP_BERT_MAX_TV},
+        {"num_labels", cfg->K, TUNEP_BERT_MAX_K},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        if (!in_range(dims[i].value, 1, dims[i].max))
+            return tunep_error_set(err, TUNE_ECONFIG, "bert config '%s': %d is outside [1, %d]",
+                                   dims[i].name, dims[i].value, dims[i].max);
+    }
+    if (cfg->C % cfg->NH != 0)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "bert config 'hidden_size': %d is not a multiple of "
+                               "num_attention_heads %d",
+                               cfg->C, cfg->NH);
+    if (!(cfg->hidden_dropout >= 0.0 && cfg->hidden_dropout < 1.0))
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "bert config 'hidden_dropout_prob': expected [0, 1)");
+    if (!(cfg->attn_dropout >= 0.0 && cfg->attn_dropout < 1.0))
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "bert config 'attention_probs_dropout_prob': expected [0, 1)");
+    if (!(cfg->ln_eps > 0.0 && cfg->ln_eps < 1.0))
+        return tunep_error_set(err, TUNE_ECONFIG, "bert config 'layer_norm_eps': expected (0, 1)");
+    return TUNE_OK;
+}
+
+void tunep_bert_param_name(enum bert_param id, int layer, char *buf, size_t size)
+{
+    if (!buf || size == 0)
+        return;
+    if ((int)id < 0 || id >= BERT_PARAM_COUNT) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    const struct tunep_bert_param_info *info = &tunep_bert_param_info[id];
+    if (info->layered) {
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#endif
+        snprintf(buf, size, info->name, layer);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    } else {
+        snprintf(buf, size, "%s", info->name);
+    }
+}
+
+tune_status tunep_bert_layout_compute(const struct tunep_bert_config *cfg, int batch, int seq_len,
+                                      struct tunep_bert_layout *ret_layout, tune_error *err)
+{
+    if (!ret_layout)
+        return tunep_error_set(err, TUNE_EINVAL, "bert layout: NULL output");
+    tune_status st = tunep_bert_config_check(cfg, err);
+    if (st != TUNE_OK)
+        return st == TUNE_ECONFIG ? TUNE_EINVAL : st;
+    if (!in_range(batch, 1, TUNEP_BERT_MAX_B))
+        return tunep_error_set(err, TUNE_EINVAL, "bert layout: batch size %d is outside [1, %d]",
+                               batch, TUNEP_BERT_MAX_B);
+    if (!in_range(seq_len, 1, cfg->P))
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "bert layout: sequence length %d is outside [1, %d]", seq_len,
+                               cfg->P);
+
+    /* The config symbols the tables' shape expressions are written in. */
+    const size_t L = (size_t)cfg->L, C = (size_t)cfg->C, NH = (size_t)cfg->NH;
+    const size_t I = (size_t)cfg->I, P = (size_t)cfg->P, V = (size_t)cfg->V;
+    const size_t TV = (size_t)cfg->TV, K = (size_t)cfg->K;
+    const size_t B = (size_t)batch, T = (size_t)seq_len;
+
+    struct tunep_bert_layout lay = {.B = batch, .T = seq_len};
+    size_t off = 0;
+#define BERT_PARAM_LAYOUT_ROW(id, fld, shape, layered, decay, init, hf)                            \
+    lay.param_size[BERT_P_##id] = (shape);                                                         \
+    lay.param_offset[BERT_P_##id] = off;                                                           \
+    off += (shape) * ((layered) ? L : 1);
+    BERT_PARAMS(BERT_PARAM_LAYOUT_ROW)
+#undef BERT_PARAM_LAYOUT_ROW
+    lay.param_total = off;
+
+    {
+        size_t aoff = 0, goff = 0;
+#define BERT_ACT_LAYOUT_ROW(id, fld, shape, layered, act, grad)                                    \
+    lay.act_size[BERT_A_##id] = (shape);                                                           \
+    lay.act_offset[BERT_A_##id] = aoff;                                                            \
+    lay.grad_offset[BERT_A_##id] = goff;                                                           \
+    aoff += (act) ? (shape) * ((layered) ? L : 1) : 0;                                             \
+    goff += (grad) == 1 ? (shape) * ((layered) ? L : 1) : (grad) == 2 ? (shape) : 0;
+        BERT_ACTS(BERT_ACT_LAYOUT_ROW)
+#undef BERT_ACT_LAYOUT_ROW
+        lay.act_total = aoff;
+        lay.grad_total = goff;
+    }
+    *ret_layout = lay;
+    return TUNE_OK;
+}

@@ -1,0 +1,122 @@
+/*
+ * bert_model_tmpl.h - the model object and its API for one precision.
+ *
+ * Included twice by bert.h with TUNEP_HREAL = float (tunep_bert_*) and
+ * double (tunep_bert_*_f64, CPU only, for gradient checks); no include
+ * guard on purpose. Pointers in the views are backend memory (host memory
+ * for the CPU backend) and stay valid until the model is freed; activation
+ * views are re-pointed by every forward call for its (B, T). A model is
+ * used by one thread at a time; the kernels parallelise inside each call.
+ */
+#define TUNEP_MR       TUNEP_HREAL
+#define TUNEP_MN(name) TUNEP_REAL_NAME(TUNEP_HREAL, name)
+/* The types of this instance (struct tunep_bert or struct tunep_bert_f64, ...). */
+#define TUNEP_MODEL   struct TUNEP_MN(tunep_bert)
+#define TUNEP_MPARAMS struct TUNEP_MN(tunep_bert_params)
+#define TUNEP_MACTS   struct TUNEP_MN(tunep_bert_acts)
+
+/* One pointer per parameter tensor (layer 0 of per-layer tensors; layer l is
+ * at + l * layout.param_size[id]). The same struct views params, grads, m, v. */
+#define TUNEP_BERT_PARAM_PTR_ROW(id, field, shape, layered, decay, init, name) TUNEP_MR *field;
+struct TUNEP_MN(tunep_bert_params) {
+    BERT_PARAMS(TUNEP_BERT_PARAM_PTR_ROW)
+};
+_Static_assert(sizeof(struct TUNEP_MN(tunep_bert_params)) == BERT_PARAM_COUNT * sizeof(TUNEP_MR *),
+               "parameter views must be one pointer per table row");
+
+/* One pointer per activation (NULL where the table has no buffer). */
+#define TUNEP_BERT_ACT_PTR_ROW(id, field, shape, layered, act, grad) TUNEP_MR *field;
+struct TUNEP_MN(tunep_bert_acts) {
+    BERT_ACTS(TUNEP_BERT_ACT_PTR_ROW)
+};
+_Static_assert(sizeof(struct TUNEP_MN(tunep_bert_acts)) == BERT_ACT_COUNT * sizeof(TUNEP_MR *),
+               "activation views must be one pointer per table row");
+
+struct TUNEP_MN(tunep_bert);
+
+/*
+ * Creates a model for batches up to B_max x T_max (T_max <= cfg->P) on the
+ * backend (borrowed; it must outlive the model), allocating all six arenas
+ * (params, grads, AdamW m and v, acts, grad-acts) up front. Parameters and
+ * moments start at zero: call tunep_bert_init_weights() or load weights.
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_ECONFIG (cfg), TUNE_EUNSUPPORTED (the
+ * backend lacks a kernel or this precision), TUNE_ENOMEM; *ret_model is
+ * untouched on failure.
+ */
+tune_status TUNEP_MN(tunep_bert_new)(const struct tunep_bert_config *cfg, int B_max, int T_max,
+                                     const struct tunep_backend *be, TUNEP_MODEL **ret_model,
+                                     tune_error *err);
+/* NULL is a no-op. */
+void TUNEP_MN(tunep_bert_free)(TUNEP_MODEL *model);
+
+/*
+ * Initialises every parameter from its table row (truncated normal, sd 0.02,
+ * cut at 2 sd; ones; zeros) as a pure function of (seed, tensor, layer,
+ * element), and resets AdamW's moments and step counter.
+ */
+tune_status TUNEP_MN(tunep_bert_init_weights)(TUNEP_MODEL *model, uint64_t seed, tune_error *err);
+
+/*
+ * Forward pass. train != 0 turns dropout on with masks keyed by
+ * dropout_seed (vary it per step; the same seed gives the same masks).
+ * With labels, *ret_loss (may be NULL) receives the mean cross-entropy;
+ * without, it receives 0 and backward is not allowed.
+ * @return TUNE_OK, TUNE_EINVAL (shape over the maximum, ids/types/mask/labels
+ * out of range, with the offending position), TUNE_EDEVICE, TUNE_ENUMERIC
+ * (non-finite loss).
+ */
+tune_status TUNEP_MN(tunep_bert_forward)(TUNEP_MODEL *model, const struct tunep_bert_batch *batch,
+                                         int train, uint64_t dropout_seed, double *ret_loss,
+                                         tune_error *err);
+
+/* Backward pass of the last forward (which must have had labels): ADDS the
+ * gradient of the mean loss into the parameter gradients. */
+tune_status TUNEP_MN(tunep_bert_backward)(TUNEP_MODEL *model, tune_error *err);
+
+/* Sets every parameter gradient to zero. */
+tune_status TUNEP_MN(tunep_bert_zero_grad)(TUNEP_MODEL *model, tune_error *err);
+
+/*
+ * One AdamW step at learning rate lr: global gradient norm, clipping as
+ * torch.nn.utils.clip_grad_norm_ (scale min(1, clip/(norm + 1e-6))), then
+ * torch.optim.AdamW per tensor with weight decay where the table says so.
+ * *ret_grad_norm (may be NULL) gets the norm before clipping. Gradients are
+ * left as they were. @return TUNE_ENUMERIC (and nothing updated) when the
+ * gradient norm is not finite.
+ */
+tune_status TUNEP_MN(tunep_bert_adamw_step)(TUNEP_MODEL *model, const struct tunep_adamw *opt,
+                                            double lr, double *ret_grad_norm, tune_error *err);
+
+/* Copies tensor (id, layer) from / to host memory; n must be its element count. */
+tune_status TUNEP_MN(tunep_bert_param_set)(TUNEP_MODEL *model, enum bert_param id, int layer,
+                                           const TUNEP_MR *src, size_t n, tune_error *err);
+tune_status TUNEP_MN(tunep_bert_param_get)(const TUNEP_MODEL *model, enum bert_param id, int layer,
+                                           TUNEP_MR *dst, size_t n, tune_error *err);
+tune_status TUNEP_MN(tunep_bert_grad_get)(const TUNEP_MODEL *model, enum bert_param id, int layer,
+                                          TUNEP_MR *dst, size_t n, tune_error *err);
+/* Copies the last forward's logits (B*K values) to host memory. */
+tune_status TUNEP_MN(tunep_bert_logits)(const TUNEP_MODEL *model, TUNEP_MR *dst, size_t n,
+                                        tune_error *err);
+
+/* Borrowed views, valid until the model is freed (activations: until the next
+ * forward). */
+const struct tunep_bert_config *TUNEP_MN(tunep_bert_config_of)(const TUNEP_MODEL *model);
+/* The layout of the last forward's (B, T), or of (B_max, T_max) before any. */
+const struct tunep_bert_layout *TUNEP_MN(tunep_bert_layout_of)(const TUNEP_MODEL *model);
+const TUNEP_MPARAMS *TUNEP_MN(tunep_bert_params_view)(const TUNEP_MODEL *model);
+const TUNEP_MPARAMS *TUNEP_MN(tunep_bert_grads_view)(const TUNEP_MODEL *model);
+const TUNEP_MACTS *TUNEP_MN(tunep_bert_acts_view)(const TUNEP_MODEL *model);
+const TUNEP_MACTS *TUNEP_MN(tunep_bert_grad_acts_view)(const TUNEP_MODEL *model);
+/* Whole arenas (params, grads) of layout.param_total elements. */
+TUNEP_MR *TUNEP_MN(tunep_bert_params_arena)(const TUNEP_MODEL *model);
+TUNEP_MR *TUNEP_MN(tunep_bert_grads_arena)(const TUNEP_MODEL *model);
+/* AdamW steps taken since init. */
+long TUNEP_MN(tunep_bert_step_count)(const TUNEP_MODEL *model);
+
+#undef TUNEP_BERT_PARAM_PTR_ROW
+#undef TUNEP_BERT_ACT_PTR_ROW
+#undef TUNEP_MODEL
+#undef TUNEP_MPARAMS
+#undef TUNEP_MACTS
+#undef TUNEP_MN
+#undef TUNEP_MR

@@ -1,0 +1,583 @@
+/*
+ * cpu_kernels_tmpl.c - reference CPU kernels of struct tunep_kernels,
+ * compiled twice: -DTUNE_REAL=float (production, OpenBLAS GEMMs) and
+ * -DTUNE_REAL=double (gradient checks, naive GEMMs), as dav1d templates
+ * its DSP code per bit depth.
+ *
+ * Conventions (models/bert/kernels_tmpl.h): outputs first, every backward
+ * ADDS into its gradients. Parallel loops run over rows, (batch, head)
+ * pairs or channel blocks with a static schedule, never with atomics, and
+ * every reduction visits its terms in a fixed order, so results do not
+ * depend on the thread count except through GEMM blocking. Reductions
+ * (LayerNorm statistics, softmax sums, bias and LayerNorm parameter
+ * gradients) accumulate in double.
+ * References: torch.nn.LayerNorm, torch.nn.functional.gelu (erf form),
+ * Hugging Face BertSelfAttention / BertPooler, torch.optim.AdamW (1.13),
+ * llm.c's CPU kernels for the layout of the backward passes.
+ */
+#include "models/cpu/cpu_backend.h"
+
+#include <math.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "models/bert/bert_rng.h"
+#include "models/cpu/cpu_matmul.h"
+
+#ifndef TUNE_REAL
+#error "compile with -DTUNE_REAL=float or -DTUNE_REAL=double"
+#endif
+
+typedef TUNE_REAL real;
+#define GEMM TUNEP_RFN(tunep_cpu_gemm)
+
+/* A static-schedule parallel loop over `nt` threads, serial unless `cond`. */
+#if defined(_OPENMP)
+#define CPU_PRAGMA(x) _Pragma(#x)
+#define CPU_PARALLEL_FOR(nt, cond)                                                                 \
+    CPU_PRAGMA(omp parallel for num_threads(nt) schedule(static) if(cond))
+#else
+#define CPU_PARALLEL_FOR(nt, cond) (void)(nt);
+#endif
+
+/* Below this many elements an element-wise loop stays serial (fork/join
+ * costs a few microseconds, ~10^4 element operations). */
+#define PAR_MIN 16384
+/* Channel tile of the column reductions (double accumulators on the stack). */
+#define COL_TILE 256
+
+static int nthreads(void *ctx)
+{
+    return ((const struct tunep_cpu_ctx *)ctx)->threads;
+}
+
+/* dst[c] += sum over rows r of f(r, c), columns split across threads, rows
+ * visited in order: the column reductions behind dW/db of LayerNorm and db
+ * of Linear. kind 0: sum of a[r,c]; kind 1: sum of a[r,c] * xhat[r,c] with
+ * xhat = (x - mean[r]) * rstd[r]. */
+static void col_reduce(int nt, real *dst, const real *a, const real *x, const real *mean,
+                       const real *rstd, int N, int C)
+{
+    int nblk = (C + COL_TILE - 1) / COL_TILE;
+    if (nblk < nt && C >= 2 * 16)
+        nblk = nt < C / 16 ? nt : C / 16;
+    CPU_PARALLEL_FOR(nt, nblk > 1 && (size_t)N * (size_t)C >= PAR_MIN)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = (int)((long)C * blk / nblk), c1 = (int)((long)C * (blk + 1) / nblk);
+        for (int t0 = c0; t0 < c1; t0 += COL_TILE) {
+            int t1 = t0 + COL_TILE < c1 ? t0 + COL_TILE : c1;
+            double acc[COL_TILE];
+            for (int c = t0; c < t1; c++)
+                acc[c - t0] = 0.0;
+            for (int r = 0; r < N; r++) {
+                const real *ar = a + (size_t)r * (size_t)C;
+                if (x) {
+                    const real *xr = x + (size_t)r * (size_t)C;
+                    double m = (double)mean[r], s = (double)rstd[r];
+                    for (int c = t0; c < t1; c++)
+                        acc[c - t0] += (double)ar[c] * (((double)xr[c] - m) * s);
+                } else {
+                    for (int c = t0; c < t1; c++)
+                        acc[c - t0] += (double)ar[c];
+                }
+            }
+            for (int c = t0; c < t1; c++)
+                dst[c] += (real)acc[c - t0];
+        }
+    }
+}
+
+/* ---- embeddings ---------------------------------------------------------- */
+
+static tune_status embed_fwd(void *ctx, real *out, const int32_t *ids, const int32_t *types,
+                             const real *wte, const real *wpe, const real *wtt, int B, int T, int C)
+{
+    int nt = nthreads(ctx);
+    int N = B * T;
+    CPU_PARALLEL_FOR(nt, (size_t)N * (size_t)C >= PAR_MIN)
+    for (int r = 0; r < N; r++) {
+        const real *w = wte + (size_t)ids[r] * (size_t)C;
+        const real *p = wpe + (size_t)(r % T) * (size_t)C;
+        const real *tt = wtt + (size_t)types[r] * (size_t)C;
+        real *o = out + (size_t)r * (size_t)C;
+        /* Hugging Face order: (word + type) + position. */
+        for (int c = 0; c < C; c++)
+            o[c] = (w[c] + tt[c]) + p[c];
+    }
+    return TUNE_OK;
+}
+
+static tune_status embed_bwd(void *ctx, real *dwte, real *dwpe, real *dwtt, const real *dout,
+                             const int32_t *ids, const int32_t *types, int B, int T, int C)
+{
+    /* Rows of the tables repeat across tokens, so threads own channel ranges
+     * and walk the tokens in order. */
+    int nt = nthreads(ctx);
+    int N = B * T;
+    int nblk = nt < C ? nt : C;
+    CPU_PARALLEL_FOR(nt, nblk > 1 && (size_t)N * (size_t)C >= PAR_MIN)
+    for (int blk = 0; blk < nblk; blk++) {
+        int c0 = (int)((long)C * blk / nblk), c1 = (int)((long)C * (blk + 1) / nblk);
+        for (int r = 0; r < N; r++) {
+            const real *d = dout + (size_t)r * (size_t)C;
+            real *w = dwte + (size_t)ids[r] * (size_t)C;
+            real *p = dwpe + (size_t)(r % T) * (size_t)C;
+            real *tt = dwtt + (size_t)types[r] * (size_t)C;
+            for (int c = c0; c < c1; c++) {
+                w[c] += d[c];
+                p[c] += d[c];
+                tt[c] += d[c];
+            }
+        }
+    }
+    return TUNE_OK;
+}
+
+/* ---- LayerNorm ----------------------------------------------------------- */
+
+static tune_status layernorm_fwd(void *ctx, real *out, real *mean, real *rstd, const real *inp,
+                                 const real *w, const real *b, int N, int C, double eps)
+{
+    int nt = nthreads(ctx);
+    CPU_PARALLEL_FOR(nt, (size_t)N * (size_t)C >= PAR_MIN)
+    for (int r = 0; r < N; r++) {
+        const real *x = inp + (size_t)r * (size_t)C;
+        double s = 0.0;
+        for (int c = 0; c < C; c++)
+            s += (double)x[c];
+        double m = s / C;
+        double v = 0.0; /* two-pass biased variance, as torch */
+        for (int c = 0; c < C; c++) {
+            double d = (double)x[c] - m;
+            v += d * d;
+        }
+        real mr = (real)m;
+        real rs = (real)(1.0 / sqrt(v / C + eps));
+        real *o = out + (size_t)r * (size_t)C;
+        for (int c = 0; c < C; c++)
+            o[c] = (x[c] - mr) * rs * w[c] + b[c];
+        mean[r] = mr;
+        rstd[r] = rs;
+    }
+    return TUNE_OK;
+}
+
+static tune_status layernorm_bwd(void *ctx, real *dinp, real *dw, real *db, const real *dout,
+                                 const real *inp, const real *w, const real *mean, const real *rstd,
+                                 int N, int C)
+{
+    int nt = nthreads(ctx);
+    /* dx = rstd (dn - mean(dn) - xhat mean(dn xhat)), dn = dout w. */
+    CPU_PARALLEL_FOR(nt, (size_t)N * (size_t)C >= PAR_MIN)
+    for (int r = 0; r < N; r++) {
+        const real *x = inp + (size_t)r * (size_t)C;
+        const real *d = dout + (size_t)r * (size_t)C;
+        real m = mean[r], s = rstd[r];
+        double sum_dn = 0.0, sum_dn_xhat = 0.0;
+        for (int c = 0; c < C; c++) {
+            real dn = d[c] * w[c];
+            sum_dn += (double)dn;
+            sum_dn_xhat += (double)dn * (double)((x[c] - m) * s);
+        }
+        real a = (real)(sum_dn / C), bb = (real)(sum_dn_xhat / C);
+        real *dx = dinp + (size_t)r * (size_t)C;
+        for (int c = 0; c < C; c++) {
+            real xhat = (x[c] - m) * s;
+            dx[c] += s * (d[c] * w[c] - a - xhat * bb);
+        }
+    }
+    col_reduce(nt, dw, dout, inp, mean, rstd, N, C);
+    col_reduce(nt, db, dout, NULL, NULL, NULL, N, C);
+    return TUNE_OK;
+}
+
+/* ---- Linear -------------------------------------------------------------- */
+
+static tune_status matmul_fwd(void *ctx, real *out, const real *inp, const real *w, const real *b,
+                              int N, int IC, int OC)
+{
+    int nt = nthreads(ctx);
+    if (b) {
+        /* As torch.addmm: the bias is the GEMM's C operand with beta = 1. */
+        CPU_PARALLEL_FOR(nt, (size_t)N * (size_t)OC >= PAR_MIN)
+        for (int r = 0; r < N; r++)
+            memcpy(out + (size_t)r * (size_t)OC, b, (size_t)OC * sizeof(real));
+    }
+    GEMM(nt, 0, 1, N, OC, IC, (real)1, inp, IC, w, IC, b ? (real)1 : (real)0, out, OC);
+    return TUNE_OK;
+}
+
+static tune_status matmul_bwd(void *ctx, real *dinp, real *dw, real *db, const real *dout,
+                              const real *inp, const real *w, int N, int IC, int OC)
+{
+    int nt = nthreads(ctx);
+    if (dinp) /* (N,IC) += (N,OC) . (OC,IC) */
+        GEMM(nt, 0, 0, N, IC, OC, (real)1, dout, OC, w, IC, (real)1, dinp, IC);
+    /* (OC,IC) += (N,OC)^T . (N,IC) */
+    GEMM(nt, 1, 0, OC, IC, N, (real)1, dout, OC, inp, IC, (real)1, dw, IC);
+    if (db)
+        col_reduce(nt, db, dout, NULL, NULL, NULL, N, OC);
+    return TUNE_OK;
+}
+
+/* ---- attention ----------------------------------------------------------- */
+
+/* dst[j] = keep(j) ? src[j] * scale : 0 for j in [0, n), element j of the
+ * stream being idx0 + j. */
+static void dropout_row(real *dst, const real *src, int n, uint64_t idx0, uint32_t thr, real scale,
+                        uint64_t seed, uint64_t stream)
+{
+    uint32_t r[4];
+    uint64_t blk = UINT64_MAX;
+    for (int j = 0; j < n; j++) {
+        uint64_t idx = idx0 + (uint64_t)j;
+        if (idx >> 2 != blk) {
+            blk = idx >> 2;
+            tunep_philox4x32(r, blk, stream, seed);
+        }
+        dst[j] = r[idx & 3] >= thr ? src[j] * scale : (real)0;
+    }
+}
+
+static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop, const real *q,
+                                 const real *k, const real *v, const int32_t *mask, int B, int T,
+                                 int C, int NH, double p, uint64_t seed, uint64_t stream)
+{
+    int nt = nthreads(ctx);
+    int HS = C / NH;
+    real scale = (real)(1.0 / sqrt((double)HS));
+    uint32_t thr = tunep_dropout_threshold(p);
+    real keep_scale = (real)(1.0 / (1.0 - p));
+    size_t TT = (size_t)T * (size_t)T;
+    CPU_PARALLEL_FOR(nt, B * NH > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)h * (size_t)HS;
+        const int32_t *mb = mask + (size_t)b * (size_t)T;
+        real *a = att + (size_t)bh * TT;
+        /* scores = q k^T / sqrt(HS) */
+        GEMM(1, 0, 1, T, T, HS, scale, q + base, C, k + base, C, (real)0, a, T);
+        for (int i = 0; i < T; i++) {
+            real *row = a + (size_t)i * (size_t)T;
+            real mx = 0;
+            int any = 0;
+            for (int j = 0; j < T; j++) {
+                if (mb[j] && (!any || row[j] > mx)) {
+                    mx = row[j];
+                    any = 1;
+                }
+            }
+            if (!any) {
+                /* Every key is padding: HF's scores all collapse to finfo.min,
+                 * whose softmax is uniform. */
+                for (int j = 0; j < T; j++)
+                    row[j] = (real)(1.0 / T);
+            } else {
+                double sum = 0.0;
+                for (int j = 0; j < T; j++) {
+                    row[j] = mb[j] ? exp(row[j] - mx) : (real)0;
+                    sum += (double)row[j];
+                }
+                real inv = (real)(1.0 / sum);
+                for (int j = 0; j < T; j++)
+                    row[j] *= inv;
+            }
+            if (thr > 0)
+                dropout_row(att_drop + (size_t)bh * TT + (size_t)i * (size_t)T, row, T,
+                            (uint64_t)bh * TT + (uint64_t)i * (uint64_t)T, thr, keep_scale, seed,
+                            stream);
+        }
+        const real *pa = thr > 0 ? att_drop + (size_t)bh * TT : a;
+        GEMM(1, 0, 0, T, HS, T, (real)1, pa, T, v + base, C, (real)0, out + base, C);
+    }
+    return TUNE_OK;
+}
+
+static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *dpreatt, real *datt,
+                                 real *datt_drop, const real *dout, const real *q, const real *k,
+                                 const real *v, const real *att, const real *att_drop,
+                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 uint64_t seed, uint64_t stream)
+{
+    int nt = nthreads(ctx);
+    int HS = C / NH;
+    real scale = (real)(1.0 / sqrt((double)HS));
+    uint32_t thr = tunep_dropout_threshold(p);
+    real keep_scale = (real)(1.0 / (1.0 - p));
+    size_t TT = (size_t)T * (size_t)T;
+    CPU_PARALLEL_FOR(nt, B * NH > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH;
+        size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)(bh % NH) * (size_t)HS;
+        const int32_t *mb = mask + (size_t)b * (size_t)T;
+        const real *a = att + (size_t)bh * TT;
+        real *da = datt + (size_t)bh * TT;
+        real *dpre = dpreatt + (size_t)bh * TT;
+        if (thr > 0) {
+            const real *ad = att_drop + (size_t)bh * TT;
+            real *dad = datt_drop + (size_t)bh * TT;
+            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + base, C, (real)1, dad, T);
+            GEMM(1, 1, 0, T, HS, T, (real)1, ad, T, dout + base, C, (real)1, dv + base, C);
+            /* datt += dropout_bwd(datt_drop), the same mask regenerated */
+            uint32_t r[4];
+            uint64_t blk = UINT64_MAX;
+            for (size_t e = 0; e < TT; e++) {
+                uint64_t idx = (uint64_t)bh * TT + e;
+                if (idx >> 2 != blk) {
+                    blk = idx >> 2;
+                    tunep_philox4x32(r, blk, stream, seed);
+                }
+                if (r[idx & 3] >= thr)
+                    da[e] += dad[e] * keep_scale;
+            }
+        } else {
+            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + base, C, (real)1, da, T);
+            GEMM(1, 1, 0, T, HS, T, (real)1, a, T, dout + base, C, (real)1, dv + base, C);
+        }
+        int any = 0;
+        for (int j = 0; j < T; j++)
+            any |= mb[j] != 0;
+        if (any) {
+            /* softmax backward: dS = P (dP - sum_j P dP); masked keys have P = 0.
+             * (A row with no valid key is constant, so its dS is 0.) */
+            for (int i = 0; i < T; i++) {
+                const real *pr = a + (size_t)i * (size_t)T;
+                const real *dpr = da + (size_t)i * (size_t)T;
+                real *ds = dpre + (size_t)i * (size_t)T;
+                double dot = 0.0;
+                for (int j = 0; j < T; j++)
+                    dot += (double)pr[j] * (double)dpr[j];
+                real dotr = (real)dot;
+                for (int j = 0; j < T; j++)
+                    ds[j] += pr[j] * (dpr[j] - dotr);
+            }
+        }
+        /* scores = scale q k^T: dq += scale dS k, dk += scale dS^T q */
+        GEMM(1, 0, 0, T, HS, T, scale, dpre, T, k + base, C, (real)1, dq + base, C);
+        GEMM(1, 1, 0, T, HS, T, scale, dpre, T, q + base, C, (real)1, dk + base, C);
+    }
+    return TUNE_OK;
+}
+
+/* ---- GELU ---------------------------------------------------------------- */
+
+static tune_status gelu_fwd(void *ctx, real *out, const real *inp, size_t n)
+{
+    int nt = nthreads(ctx);
+    const real half = (real)0.5, one = (real)1, rsqrt2 = (real)M_SQRT1_2;
+    CPU_PARALLEL_FOR(nt, n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        out[i] = x * half * (one + erf(x * rsqrt2));
+    }
+    return TUNE_OK;
+}
+
+static tune_status gelu_bwd(void *ctx, real *dinp, const real *dout, const real *inp, size_t n)
+{
+    int nt = nthreads(ctx);
+    const real half = (real)0.5, one = (real)1, rsqrt2 = (real)M_SQRT1_2;
+    const real rsqrt2pi = (real)(0.5 * M_2_SQRTPI * M_SQRT1_2); /* 1/sqrt(2 pi) */
+    CPU_PARALLEL_FOR(nt, n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real cdf = half * (one + erf(x * rsqrt2));
+        real pdf = exp(-half * x * x) * rsqrt2pi;
+        dinp[i] += dout[i] * (cdf + x * pdf);
+    }
+    return TUNE_OK;
+}
+
+/* ---- softmax + cross-entropy --------------------------------------------- */
+
+static tune_status softmax_xent_fwd(void *ctx, real *losses, real *probs, const real *logits,
+                                    const int32_t *labels, int B, int K)
+{
+    (void)ctx;
+    for (int b = 0; b < B; b++) {
+        const real *l = logits + (size_t)b * (size_t)K;
+        real *pr = probs + (size_t)b * (size_t)K;
+        int jmax = 0;
+        for (int j = 1; j < K; j++)
+            jmax = l[j] > l[jmax] ? j : jmax;
+        double mx = (double)l[jmax];
+        /* loss = log(sum_j e^(l_j - max)) + (max - l_label), the sum being 1 +
+         * rest: log1p(rest) keeps full relative precision when the prediction
+         * is confident, where log(1 + rest) would round rest away. */
+        double rest = 0.0;
+        for (int j = 0; j < K; j++)
+            rest += j == jmax ? 0.0 : exp((double)l[j] - mx);
+        double sum = 1.0 + rest;
+        for (int j = 0; j < K; j++)
+            pr[j] = (real)(exp((double)l[j] - mx) / sum);
+        losses[b] = (real)(log1p(rest) + (mx - (double)l[labels[b]]));
+    }
+    return TUNE_OK;
+}
+
+static tune_status softmax_xent_bwd(void *ctx, real *dlogits, const real *dlosses,
+                                    const real *probs, const int32_t *labels, int B, int K)
+{
+    (void)ctx;
+    for (int b = 0; b < B; b++) {
+        real *dl = dlogits + (size_t)b * (size_t)K;
+        const real *pr = probs + (size_t)b * (size_t)K;
+        for (int j = 0; j < K; j++)
+            dl[j] += dlosses[b] * (pr[j] - (j == labels[b] ? (real)1 : (real)0));
+    }
+    return TUNE_OK;
+}
+
+/* ---- pooler -------------------------------------------------------------- */
+
+static tune_status pooler_fwd(void *ctx, real *out, real *pre, const real *inp, const real *w,
+                              const real *b, int B, int T, int C)
+{
+    int nt = nthreads(ctx);
+    for (int r = 0; r < B; r++)
+        memcpy(pre + (size_t)r * (size_t)C, b, (size_t)C * sizeof(real));
+    /* The [CLS] rows are inp[b, 0, :], i.e. a matrix with leading dimension T*C. */
+    GEMM(nt, 0, 1, B, C, C, (real)1, inp, T * C, w, C, (real)1, pre, C);
+    for (size_t i = 0; i < (size_t)B * (size_t)C; i++)
+        out[i] = tanh(pre[i]);
+    return TUNE_OK;
+}
+
+static tune_status pooler_bwd(void *ctx, real *dinp, real *dw, real *db, real *dpre,
+                              const real *dout, const real *out, const real *inp, const real *w,
+                              int B, int T, int C)
+{
+    int nt = nthreads(ctx);
+    for (size_t i = 0; i < (size_t)B * (size_t)C; i++)
+        dpre[i] += dout[i] * ((real)1 - out[i] * out[i]);
+    GEMM(nt, 0, 0, B, C, C, (real)1, dpre, C, w, C, (real)1, dinp, T * C);
+    GEMM(nt, 1, 0, C, C, B, (real)1, dpre, C, inp, T * C, (real)1, dw, C);
+    col_reduce(nt, db, dpre, NULL, NULL, NULL, B, C);
+    return TUNE_OK;
+}
+
+/* ---- dropout (with the post-LN residual fused) --------------------------- */
+
+static tune_status dropout_fwd(void *ctx, real *out, const real *inp, const real *res, size_t n,
+                               double p, uint64_t seed, uint64_t stream)
+{
+    int nt = nthreads(ctx);
+    uint32_t thr = tunep_dropout_threshold(p);
+    real scale = (real)(1.0 / (1.0 - p));
+    size_t nblk = (n + 3) / 4; /* one Philox call per 4 elements */
+    CPU_PARALLEL_FOR(nt, n >= PAR_MIN)
+    for (size_t blk = 0; blk < nblk; blk++) {
+        uint32_t r[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+        if (thr > 0)
+            tunep_philox4x32(r, blk, stream, seed);
+        size_t end = blk * 4 + 4 < n ? blk * 4 + 4 : n;
+        for (size_t i = blk * 4; i < end; i++) {
+            real y = thr == 0 ? inp[i] : r[i & 3] >= thr ? inp[i] * scale : (real)0;
+            out[i] = res ? y + res[i] : y;
+        }
+    }
+    return TUNE_OK;
+}
+
+static tune_status dropout_bwd(void *ctx, real *dinp, real *dres, const real *dout, size_t n,
+                               double p, uint64_t seed, uint64_t stream)
+{
+    int nt = nthreads(ctx);
+    uint32_t thr = tunep_dropout_threshold(p);
+    real scale = (real)(1.0 / (1.0 - p));
+    size_t nblk = (n + 3) / 4;
+    CPU_PARALLEL_FOR(nt, n >= PAR_MIN)
+    for (size_t blk = 0; blk < nblk; blk++) {
+        uint32_t r[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+        if (thr > 0)
+            tunep_philox4x32(r, blk, stream, seed);
+        size_t end = blk * 4 + 4 < n ? blk * 4 + 4 : n;
+        for (size_t i = blk * 4; i < end; i++) {
+            if (thr == 0)
+                dinp[i] += dout[i];
+            else if (r[i & 3] >= thr)
+                dinp[i] += dout[i] * scale;
+            if (dres)
+                dres[i] += dout[i];
+        }
+    }
+    return TUNE_OK;
+}
+
+/* ---- optimiser ----------------------------------------------------------- */
+
+static tune_status adamw_step(void *ctx, real *param, real *m, real *v, const real *grad, size_t n,
+                              double lr, double beta1, double beta2, double eps,
+                              double weight_decay, double grad_scale, long step)
+{
+    int nt = nthreads(ctx);
+    /* Scalars in double, element math in `real`, in torch 1.13's order
+     * (_single_tensor_adamw). */
+    double bc1 = 1.0 - pow(beta1, (double)step);
+    double bc2 = 1.0 - pow(beta2, (double)step);
+    const real decay = (real)(1.0 - lr * weight_decay);
+    const real b1 = (real)beta1, b2 = (real)beta2;
+    const real one_b1 = (real)(1.0 - beta1), one_b2 = (real)(1.0 - beta2);
+    const real step_size = (real)(lr / bc1), bc2_sqrt = (real)sqrt(bc2), epsr = (real)eps;
+    const real gs = (real)grad_scale;
+    CPU_PARALLEL_FOR(nt, n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        real g = grad_scale == 1.0 ? grad[i] : grad[i] * gs;
+        real pi = param[i] * decay;
+        real mi = m[i] * b1 + g * one_b1;
+        real vi = v[i] * b2 + g * g * one_b2;
+        real denom = sqrt(vi) / bc2_sqrt + epsr;
+        param[i] = pi - step_size * (mi / denom);
+        m[i] = mi;
+        v[i] = vi;
+    }
+    return TUNE_OK;
+}
+
+static tune_status grad_sumsq(void *ctx, double *ret_sumsq, const real *g, size_t n)
+{
+    int nt = nthreads(ctx);
+    /* Fixed chunks summed in a fixed order: the result does not depend on the
+     * thread count. GROUP chunks per parallel region bound the stack array. */
+    enum { CHUNK = 16384, GROUP = 64 };
+    double total = 0.0;
+    for (size_t g0 = 0; g0 < n; g0 += (size_t)CHUNK * GROUP) {
+        double part[GROUP];
+        size_t span = n - g0 < (size_t)CHUNK * GROUP ? n - g0 : (size_t)CHUNK * GROUP;
+        int nchunks = (int)((span + CHUNK - 1) / CHUNK);
+        CPU_PARALLEL_FOR(nt, nchunks > 1)
+        for (int c = 0; c < nchunks; c++) {
+            size_t lo = g0 + (size_t)c * CHUNK;
+            size_t hi = lo + CHUNK < g0 + span ? lo + CHUNK : g0 + span;
+            double s = 0.0;
+            for (size_t i = lo; i < hi; i++)
+                s += (double)g[i] * (double)g[i];
+            part[c] = s;
+        }
+        for (int c = 0; c < nchunks; c++)
+            total += part[c];
+    }
+    *ret_sumsq = total;
+    return TUNE_OK;
+}
+
+const struct TUNEP_RFN(tunep_kernels) TUNEP_RFN(tunep_cpu_kernels) = {
+    .embed_fwd = embed_fwd,
+    .embed_bwd = embed_bwd,
+    .layernorm_fwd = layernorm_fwd,
+    .layernorm_bwd = layernorm_bwd,
+    .matmul_fwd = matmul_fwd,
+    .matmul_bwd = matmul_bwd,
+    .attention_fwd = attention_fwd,
+    .attention_bwd = attention_bwd,
+    .gelu_fwd = gelu_fwd,
+    .gelu_bwd = gelu_bwd,
+    .softmax_xent_fwd = softmax_xent_fwd,
+    .softmax_xent_bwd = softmax_xent_bwd,
+    .pooler_fwd = pooler_fwd,
+    .pooler_bwd = pooler_bwd,
+    .dropout_fwd = dropout_fwd,
+    .dropout_bwd = dropout_bwd,
+    .adamw_step = adamw_step,
+    .grad_sumsq = grad_sumsq,
+};
