@@ -27,7 +27,7 @@ static const struct bad_case bad[] = {
     {"{\"search\": {\"algo\": \"grid\"}}", 1, 13,
      "search.algo: unknown key (expected one of: algorithm)"},
     {"{\"trainer\": {\"type\": \"bert2\"}}", 1, 22,
-     "trainer.type: unknown trainer type (expected \"synthetic\")"},
+     "trainer.type: unknown trainer type (expected \"synthetic\" or \"bert\")"},
     {"{\"trainer\": {\"type\": \"synthetic\", \"sleep\": 1}}", 1, 35,
      "trainer.sleep: unknown key (did you mean 'sleep_s'?)"},
     {"{\"trainer\": {\"type\": \"synthetic\", \"fail_prob\": 2}}", 1, 48,

@@ -19,4 +19,18 @@ tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data);
 double tunep_synthetic_curve(double lr, double weight_decay, double batch_size, double warmup,
                              int64_t iteration);
 
+struct tunep_bert_trainer_config;
+struct tunep_bert_trainer;
+
+/*
+ * The BERT fine-tuning trainer's shared state (tokenizer and datasets, loaded
+ * by the first trial). cfg is borrowed for the trainer's lifetime;
+ * concurrency divides the cores among trials. The objective's user_data is
+ * the trainer. See bert_trainer.c.
+ */
+tune_status tunep_bert_trainer_new(const struct tunep_bert_trainer_config *cfg, int concurrency,
+                                   struct tunep_bert_trainer **ret, tune_error *err);
+void tunep_bert_trainer_free(struct tunep_bert_trainer *t);
+tune_status tunep_bert_objective(tune_trial *trial, void *user_data);
+
 #endif /* TUNE_TRAINER_H */

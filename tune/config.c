@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config_scheduler.h"
@@ -27,7 +28,7 @@ const char *tunep_search_algo_name(enum tunep_search_algo a)
 
 const char *tunep_trainer_name(enum tunep_trainer_type t)
 {
-    return t == TUNEP_TRAINER_SYNTHETIC ? "synthetic" : "none";
+    return t == TUNEP_TRAINER_SYNTHETIC ? "synthetic" : t == TUNEP_TRAINER_BERT ? "bert" : "none";
 }
 
 tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err)
@@ -210,27 +211,13 @@ static tune_status parse_search(const struct tunep_cfgctx *ctx, struct tunep_cfg
     return st;
 }
 
-static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                 const json_t *obj, struct tunep_config *c)
+static tune_status parse_synthetic(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                   const json_t *obj, struct tunep_config *c)
 {
-    static const char *const synthetic_keys[] = {"type",  "iterations", "sleep_s",
-                                                 "fail_prob", "noise", "report_true", "report_loss"};
-    if (!json_is_object(obj))
-        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
-    const json_t *type = json_object_get(obj, "type"); /* borrowed */
-    tune_status st = TUNE_OK;
-    tunep_cfgpath_push_key(path, "type");
-    if (!type) {
-        tunep_cfgpath_pop(path);
-        return tunep_cfg_error(ctx, path, 0, "missing key 'type' (expected \"synthetic\")");
-    }
-    if (!json_is_string(type) || strcmp(json_string_value(type), "synthetic") != 0)
-        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected \"synthetic\")");
-    tunep_cfgpath_pop(path);
-    if (st)
-        return st;
+    static const char *const keys[] = {"type",  "iterations", "sleep_s",    "fail_prob",
+                                       "noise", "report_true", "report_loss"};
     c->trainer = TUNEP_TRAINER_SYNTHETIC;
-    st = check_keys(ctx, path, obj, synthetic_keys, sizeof synthetic_keys / sizeof *synthetic_keys);
+    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)obj, key, v) {
@@ -251,6 +238,145 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             st = want_bool(ctx, path, v, &c->synthetic.report_loss);
         tunep_cfgpath_pop(path);
     }
+    return st;
+}
+
+/* A path that must name a readable file (or folder, when dir is set). */
+static tune_status want_path(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                             const json_t *v, int dir, char **ret)
+{
+    tune_status st = want_string(ctx, path, v, 4000, ret);
+    if (st)
+        return st;
+    struct stat sb;
+    if (stat(*ret, &sb) != 0)
+        return tunep_cfg_error(ctx, path, 0, "'%s': %s", *ret, strerror(errno));
+    if (dir ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode))
+        return tunep_cfg_error(ctx, path, 0, "'%s' is not a %s", *ret, dir ? "folder" : "file");
+    if (access(*ret, R_OK) != 0)
+        return tunep_cfg_error(ctx, path, 0, "'%s': %s", *ret, strerror(errno));
+    return TUNE_OK;
+}
+
+static tune_status parse_bert_model(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                    const json_t *obj, struct tunep_bert_trainer_config *b)
+{
+    static const char *const keys[] = {"layers", "hidden", "heads", "intermediate",
+                                       "max_position"};
+    if (!json_is_object(obj))
+        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"layers\": 2}");
+    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (st)
+            break;
+        int64_t x = 0;
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "layers") == 0 && !(st = want_int(ctx, path, v, 1, 48, &x)))
+            b->layers = (int)x;
+        else if (strcmp(key, "hidden") == 0 && !(st = want_int(ctx, path, v, 8, 8192, &x)))
+            b->hidden = (int)x;
+        else if (strcmp(key, "heads") == 0 && !(st = want_int(ctx, path, v, 1, 128, &x)))
+            b->heads = (int)x;
+        else if (strcmp(key, "intermediate") == 0 &&
+                 !(st = want_int(ctx, path, v, 8, 65536, &x)))
+            b->intermediate = (int)x;
+        else if (strcmp(key, "max_position") == 0 && !(st = want_int(ctx, path, v, 8, 4096, &x)))
+            b->max_position = (int)x;
+        tunep_cfgpath_pop(path);
+    }
+    if (!st && b->hidden % b->heads != 0)
+        st = tunep_cfg_error(ctx, path, 0, "hidden (%d) must be a multiple of heads (%d)",
+                             b->hidden, b->heads);
+    return st;
+}
+
+static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *obj, struct tunep_config *c)
+{
+    static const char *const keys[] = {"type",        "train",      "dev",
+                                       "vocab",       "checkpoint", "model",
+                                       "epochs",      "eval_every", "max_train_examples",
+                                       "max_eval_examples", "max_seq_len", "eval_batch_size",
+                                       "threads",     "lowercase",  "device"};
+    struct tunep_bert_trainer_config *b = &c->bert;
+    c->trainer = TUNEP_TRAINER_BERT;
+    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (st)
+            break;
+        int64_t x = 0;
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "train") == 0)
+            st = want_path(ctx, path, v, 0, &b->train);
+        else if (strcmp(key, "dev") == 0)
+            st = want_path(ctx, path, v, 0, &b->dev);
+        else if (strcmp(key, "vocab") == 0)
+            st = want_path(ctx, path, v, 0, &b->vocab);
+        else if (strcmp(key, "checkpoint") == 0)
+            st = json_is_null(v) ? TUNE_OK : want_path(ctx, path, v, 1, &b->checkpoint);
+        else if (strcmp(key, "model") == 0)
+            st = parse_bert_model(ctx, path, v, b);
+        else if (strcmp(key, "epochs") == 0 && !(st = want_int(ctx, path, v, 1, 1000, &x)))
+            b->epochs = (int)x;
+        else if (strcmp(key, "eval_every") == 0)
+            st = want_int(ctx, path, v, 0, INT64_MAX, &b->eval_every);
+        else if (strcmp(key, "max_train_examples") == 0)
+            st = want_int(ctx, path, v, 0, INT64_MAX, &b->max_train_examples);
+        else if (strcmp(key, "max_eval_examples") == 0)
+            st = want_int(ctx, path, v, 0, INT64_MAX, &b->max_eval_examples);
+        else if (strcmp(key, "max_seq_len") == 0 && !(st = want_int(ctx, path, v, 8, 4096, &x)))
+            b->max_seq_len = (int)x;
+        else if (strcmp(key, "eval_batch_size") == 0 &&
+                 !(st = want_int(ctx, path, v, 1, 4096, &x)))
+            b->eval_batch_size = (int)x;
+        else if (strcmp(key, "threads") == 0 && !(st = want_int(ctx, path, v, 0, 256, &x)))
+            b->threads = (int)x;
+        else if (strcmp(key, "lowercase") == 0)
+            st = want_bool(ctx, path, v, &b->lowercase);
+        else if (strcmp(key, "device") == 0 &&
+                 !(json_is_string(v) && (strcmp(json_string_value(v), "cpu") == 0 ||
+                                         strcmp(json_string_value(v), "auto") == 0)))
+            st = tunep_cfg_error(ctx, path, 0,
+                                 "expected \"cpu\" or \"auto\" (this build has no GPU backend)");
+        tunep_cfgpath_pop(path);
+    }
+    if (st)
+        return st;
+    static const char *const required[] = {"train", "dev", "vocab"};
+    for (size_t i = 0; i < 3; i++)
+        if (!json_object_get(obj, required[i]))
+            return tunep_cfg_error(ctx, path, 0, "missing key '%s' (a path)", required[i]);
+    if (!b->checkpoint && b->max_seq_len > b->max_position) {
+        tunep_cfgpath_push_key(path, "max_seq_len");
+        st = tunep_cfg_error(ctx, path, 0, "%d is longer than model.max_position (%d)",
+                             b->max_seq_len, b->max_position);
+        tunep_cfgpath_pop(path);
+    }
+    return st;
+}
+
+static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                 const json_t *obj, struct tunep_config *c)
+{
+    if (!json_is_object(obj))
+        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
+    const json_t *type = json_object_get(obj, "type"); /* borrowed */
+    if (!type)
+        return tunep_cfg_error(ctx, path, 0,
+                               "missing key 'type' (expected \"synthetic\" or \"bert\")");
+    const char *name = json_is_string(type) ? json_string_value(type) : "";
+    if (strcmp(name, "synthetic") == 0)
+        return parse_synthetic(ctx, path, obj, c);
+    if (strcmp(name, "bert") == 0)
+        return parse_bert(ctx, path, obj, c);
+    tunep_cfgpath_push_key(path, "type");
+    tune_status st = tunep_cfg_error(ctx, path, 0,
+                                     "unknown trainer type (expected \"synthetic\" or \"bert\")");
+    tunep_cfgpath_pop(path);
     return st;
 }
 
@@ -427,6 +553,10 @@ void tunep_config_done(struct tunep_config *c)
     tunep_free(c->stop.thresholds);
     tunep_free(c->storage);
     tunep_free(c->json);
+    tunep_free(c->bert.train);
+    tunep_free(c->bert.dev);
+    tunep_free(c->bert.vocab);
+    tunep_free(c->bert.checkpoint);
     memset(c, 0, sizeof *c);
 }
 
@@ -441,6 +571,16 @@ static void config_defaults(struct tunep_config *c)
     tunep_scheduler_config_default(&c->scheduler);
     c->synthetic.iterations = 100;
     c->synthetic.noise = 0.005;
+    /* bert-tiny shapes (L2 H128 A2 I512) for random initialisation. */
+    c->bert.layers = 2;
+    c->bert.hidden = 128;
+    c->bert.heads = 2;
+    c->bert.intermediate = 512;
+    c->bert.max_position = 512;
+    c->bert.epochs = 3;
+    c->bert.max_seq_len = 128;
+    c->bert.eval_batch_size = 128;
+    c->bert.lowercase = 1;
 }
 
 tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,

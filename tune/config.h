@@ -25,6 +25,21 @@ enum tunep_search_algo {
 enum tunep_trainer_type {
     TUNEP_TRAINER_NONE = 0,  /* the C API sets an objective */
     TUNEP_TRAINER_SYNTHETIC = 1,
+    TUNEP_TRAINER_BERT = 2,
+};
+
+/* The BERT fine-tuning trainer's fixed settings (per-trial ones come from the trial's config). */
+struct tunep_bert_trainer_config {
+    char *train, *dev, *vocab; /* TSV files and vocab.txt */
+    char *checkpoint;          /* a Hugging Face BERT folder, or NULL for random initialisation */
+    int layers, hidden, heads, intermediate, max_position; /* the model without a checkpoint */
+    int epochs;                /* 3 */
+    int64_t eval_every;        /* steps between evaluations; 0: once per epoch */
+    int64_t max_train_examples, max_eval_examples; /* 0: all */
+    int max_seq_len;           /* 128 */
+    int eval_batch_size;       /* 128 */
+    int threads;               /* per trial; 0: the cores divided among concurrent trials */
+    int lowercase;             /* 1 */
 };
 
 struct tunep_synthetic_config {
@@ -62,6 +77,7 @@ struct tunep_config {
     struct tunep_scheduler_config scheduler;
     enum tunep_trainer_type trainer;
     struct tunep_synthetic_config synthetic;
+    struct tunep_bert_trainer_config bert;
     struct tunep_stop_config stop;
     char *storage;                /* experiment folder or ":memory:" */
     char *json;                   /* the config as given, compact, for the store */

@@ -45,13 +45,17 @@ static void table_row(struct tunep_buf *b, const struct tune_study *s,
         fmt_value(cell, sizeof cell, &r->values[i]);
         tunep_buf_printf(b, " %*.*s |", COL_W, COL_W, cell);
     }
+    char tcell[32];
+    if (isnan(r->time_total_s))
+        snprintf(tcell, sizeof tcell, "-");
+    else
+        snprintf(tcell, sizeof tcell, "%.2f", r->time_total_s);
     double m = last_metric(s, r);
     if (isnan(m))
         snprintf(cell, sizeof cell, "-");
     else
         snprintf(cell, sizeof cell, "%.5g", m);
-    tunep_buf_printf(b, " %6lld | %10.2f | %12s |\n", (long long)r->iteration, r->time_total_s,
-                     cell);
+    tunep_buf_printf(b, " %6lld | %10s | %12s |\n", (long long)r->iteration, tcell, cell);
 }
 
 static void table_rule(struct tunep_buf *b, size_t n_cols)
@@ -70,11 +74,15 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
     tunep_buf_init(&b);
     pthread_mutex_lock(&s->lock);
 
-    double elapsed = s->t_start > 0 ? tunep_now_monotonic() - s->t_start : 0;
     int64_t pending = s->counts[TUNE_TRIAL_PENDING] + (s->total_trials - s->n_trials);
-    tunep_buf_printf(&b, "== %s == running for %02d:%02d:%05.2f  %lld reports\n", s->cfg.name,
-                     (int)(elapsed / 3600), (int)fmod(elapsed / 60, 60), fmod(elapsed, 60),
-                     (long long)s->n_reports);
+    if (s->readonly) {
+        tunep_buf_printf(&b, "== %s == (from %s)\n", s->cfg.name, s->cfg.storage);
+    } else {
+        double elapsed = s->t_start > 0 ? tunep_now_monotonic() - s->t_start : 0;
+        tunep_buf_printf(&b, "== %s == running for %02d:%02d:%05.2f  %lld reports\n",
+                         s->cfg.name, (int)(elapsed / 3600), (int)fmod(elapsed / 60, 60),
+                         fmod(elapsed, 60), (long long)s->n_reports);
+    }
     tunep_buf_printf(&b,
                      "Trials: %lld (%lld PENDING, %lld RUNNING, %lld TERMINATED, %lld STOPPED, "
                      "%lld ERROR)\n",
@@ -334,7 +342,19 @@ tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error 
         tunep_error_set(err, st, "out of memory loading trials");
     if (st)
         goto fail;
+    /* The sweep's size comes from its stored config; trials not started yet are
+     * not in the store. A config that no longer validates here (its data files
+     * moved, say) still leaves everything stored readable. */
     s->total_trials = s->n_trials;
+    struct tunep_config parsed;
+    if (tunep_config_parse(s->cfg.json, strlen(s->cfg.json), dir, NULL, &parsed, NULL) == TUNE_OK) {
+        int64_t total = (int64_t)tunep_space_grid_size(parsed.space,
+                                                       parsed.search == TUNEP_SEARCH_GRID, NULL) *
+                        parsed.num_samples;
+        if (total > s->total_trials)
+            s->total_trials = total;
+        tunep_config_done(&parsed);
+    }
     tunep_store_experiment_done(&row);
     *ret_study = s;
     return TUNE_OK;

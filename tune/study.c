@@ -153,6 +153,16 @@ static tune_status study_from_config(const char *text, size_t len, const char *s
     if (s->cfg.trainer == TUNEP_TRAINER_SYNTHETIC) {
         s->fn = tunep_synthetic_objective;
         s->fn_data = &s->cfg.synthetic;
+    } else if (s->cfg.trainer == TUNEP_TRAINER_BERT) {
+        int concurrency = s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent
+                                                                   : (int)s->total_trials;
+        st = tunep_bert_trainer_new(&s->cfg.bert, concurrency, &s->bert, err);
+        if (st) {
+            tune_study_free(s);
+            return st;
+        }
+        s->fn = tunep_bert_objective;
+        s->fn_data = s->bert;
     }
     *ret = s;
     return TUNE_OK;
@@ -206,6 +216,7 @@ void tune_study_free(tune_study *s)
             tunep_free((char *)s->param_names[i]);
     tunep_free(s->param_names);
     tunep_scheduler_free(s->sched);
+    tunep_bert_trainer_free(s->bert);
     tunep_store_close(s->store);
     tunep_config_done(&s->cfg);
     pthread_mutex_destroy(&s->lock);

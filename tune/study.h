@@ -55,6 +55,7 @@ struct tune_study {
     struct tunep_config cfg;
     tune_objective_fn fn;
     void *fn_data;
+    struct tunep_bert_trainer *bert; /* the bert trainer's shared state, when it is the trainer */
     int readonly;           /* opened from an experiment folder */
     const char **param_names; /* n_params names: into the space, or owned when readonly */
     size_t n_params;

@@ -5,7 +5,9 @@
  * prints messages (the library never does).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -45,8 +47,33 @@ int cli_is_help(const char *arg)
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
+/*
+ * Applies tune_cpu_env_advice() by re-executing this program with the setting
+ * in its environment (OpenBLAS reads it only at load). TUNE_NO_REEXEC=1 turns
+ * this off; a variable the user already set is never overridden.
+ */
+static void apply_cpu_env_advice(char **argv)
+{
+    const char *advice = tune_cpu_env_advice();
+    if (!advice || getenv("TUNE_NO_REEXEC"))
+        return;
+    char name[64];
+    const char *eq = strchr(advice, '=');
+    if (!eq || (size_t)(eq - advice) >= sizeof name)
+        return;
+    memcpy(name, advice, (size_t)(eq - advice));
+    name[eq - advice] = '\0';
+    if (getenv(name))
+        return;
+    if (setenv(name, eq + 1, 1) != 0 || setenv("TUNE_NO_REEXEC", "1", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* If exec fails we simply go on with the slower kernels. */
+}
+
 int main(int argc, char **argv)
 {
+    apply_cpu_env_advice(argv);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--version") == 0) {
             printf("tune %s\n", tune_version());
