@@ -31,8 +31,14 @@ expect_rc 2 "no command" "$TUNE"
 expect_rc 2 "unknown command" "$TUNE" frobnicate
 
 # --- validate every shipped example -------------------------------------------
+# Paths in configs are relative to the current folder: the BERT ones need ./data
+# (scripts/setup links it), so they are validated from the source root.
 for f in "$SRC"/configs/examples/*.json; do
-    expect_rc 0 "validate $(basename "$f")" "$TUNE" validate "$f"
+    if grep -q '"type": "bert"' "$f" && [ ! -e "$SRC/data/sst2" ]; then
+        echo "skip: validate $(basename "$f") (no data/ in the source tree)"
+        continue
+    fi
+    (cd "$SRC" && expect_rc 0 "validate $(basename "$f")" "$TUNE" validate "$f") || fails=$((fails + 1))
 done
 
 # --- a real sweep: quickstart (200 trials, ASHA rf 3 on 27 iterations) --------
