@@ -135,6 +135,12 @@ out:
     return st;
 }
 
+tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error *err)
+{
+    struct cached_data *data;
+    return get_data(t, t->cfg->max_seq_len, &data, err);
+}
+
 /* get_linear_schedule_with_warmup's multiplier for the update with index s (0-based). */
 static double lr_factor(int64_t s, int64_t warmup, int64_t total)
 {

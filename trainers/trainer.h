@@ -31,6 +31,8 @@ struct tunep_bert_trainer;
 tune_status tunep_bert_trainer_new(const struct tunep_bert_trainer_config *cfg, int concurrency,
                                    struct tunep_bert_trainer **ret, tune_error *err);
 void tunep_bert_trainer_free(struct tunep_bert_trainer *t);
+/* Loads the vocabulary and datasets now, so data errors stop the run before any trial. */
+tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error *err);
 tune_status tunep_bert_objective(tune_trial *trial, void *user_data);
 
 #endif /* TUNE_TRAINER_H */

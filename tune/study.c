@@ -578,7 +578,11 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
                                "no objective: set trainer.type in the config or call "
                                "tune_study_set_objective()");
     s->has_run = 1;
-    tune_status st = tunep_scheduler_new(&s->cfg.scheduler, &s->sched, err);
+    tune_status st;
+    /* Data errors (a malformed TSV line) stop the run before anything is written. */
+    if (s->bert && s->fn == tunep_bert_objective && (st = tunep_bert_trainer_prepare(s->bert, err)))
+        return st;
+    st = tunep_scheduler_new(&s->cfg.scheduler, &s->sched, err);
     if (st)
         return st;
     st = open_storage(s, err);

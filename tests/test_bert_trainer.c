@@ -1,0 +1,176 @@
+/*
+ * test_bert_trainer.c - the bert trainer end to end on a hand-made dataset:
+ * a task a tiny model learns perfectly, so val_accuracy must be exactly 1 on
+ * a dev set with true labels, 0 with every label flipped and 0.5 with half of
+ * them flipped; every report carries the documented metrics; a diverging
+ * learning rate ends the trial as ERROR with its reason while the sweep goes
+ * on; a malformed TSV fails the run before any trial, naming file and line.
+ */
+#include <math.h>
+
+#include "check_util.h"
+#include "tune.h"
+
+static char *dir;
+
+static void write_file(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* label 1 when the sentence says good or great, whatever else it says. */
+static const char *const positive[] = {"a good movie", "the great film", "good", "great great",
+                                       "the movie good", "a film great"};
+static const char *const negative[] = {"a bad movie", "the awful film", "bad", "awful awful",
+                                       "the movie bad", "a film awful"};
+
+static void setup(void)
+{
+    dir = tune_test_mkdtemp();
+    write_file("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ngood\nbad\nmovie\na\nthe\nfilm\n"
+                            "great\nawful\n");
+    char train[8192] = "sentence\tlabel\n";
+    for (int r = 0; r < 8; r++)
+        for (int i = 0; i < 6; i++) {
+            char line[128];
+            snprintf(line, sizeof line, "%s\t1\n%s\t0\n", positive[i], negative[i]);
+            strcat(train, line);
+        }
+    write_file("train.tsv", train);
+    write_file("dev.tsv", "sentence\tlabel\ngood movie\t1\nbad film\t0\nthe great\t1\nawful\t0\n");
+    write_file("flipped.tsv", "sentence\tlabel\ngood movie\t0\nbad film\t1\nthe great\t0\nawful\t1\n");
+    write_file("half.tsv", "sentence\tlabel\ngood movie\t1\nbad film\t1\nthe great\t0\nawful\t0\n");
+    write_file("bad.tsv", "sentence\tlabel\ngood movie\t1\nbad film\tzero\n");
+}
+
+static void teardown(void)
+{
+    tune_test_rmtree(dir);
+    free(dir);
+}
+
+static tune_study *run(const char *dev, const char *lr, const char *name, tune_status want,
+                       tune_error *err)
+{
+    char json[4096];
+    snprintf(json, sizeof json,
+             "{\"name\": \"%s\", \"metric\": \"val_accuracy\", \"num_samples\": 1, \"seed\": 3,"
+             " \"storage\": \"%s/%s\", \"max_concurrent_trials\": 1,"
+             " \"param_space\": {\"lr\": %s, \"batch_size\": 8, \"warmup_steps\": 0,"
+             " \"dropout\": 0.0, \"weight_decay\": 0.0},"
+             " \"trainer\": {\"type\": \"bert\", \"train\": \"%s/train.tsv\","
+             " \"dev\": \"%s/%s\", \"vocab\": \"%s/vocab.txt\", \"threads\": 1,"
+             " \"model\": {\"layers\": 1, \"hidden\": 16, \"heads\": 2, \"intermediate\": 32,"
+             " \"max_position\": 16}, \"epochs\": 12, \"eval_every\": 24, \"max_seq_len\": 16}}",
+             name, dir, name, lr, dir, dir, dev, dir);
+    tune_study *s = NULL;
+    ck_assert_int_eq(tune_study_new_from_json(json, NULL, &s, err), TUNE_OK);
+    ck_assert_int_eq(tune_study_run(s, err), want);
+    return s;
+}
+
+/* The value of "key":number in a JSON text. */
+static double json_number(const char *json, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(json, pat);
+    ck_assert_msg(p != NULL, "no %s in %s", key, json);
+    return strtod(p + strlen(pat), NULL);
+}
+
+static double best_accuracy(const char *dev, const char *name)
+{
+    tune_error err;
+    tune_study *s = run(dev, "0.01", name, TUNE_OK, &err);
+    char *best = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &best, &err), TUNE_OK);
+    double acc = json_number(best, "val_accuracy");
+    ck_assert_int_eq((int)json_number(best, "training_iteration"), 6); /* 12 epochs x 12 steps / 24 */
+    tune_free(best);
+    tune_study_free(s);
+    return acc;
+}
+
+START_TEST(accuracy_on_hand_made_sets)
+{
+    ck_assert_double_eq(best_accuracy("dev.tsv", "true"), 1.0);
+    ck_assert_double_eq(best_accuracy("flipped.tsv", "flipped"), 0.0);
+    ck_assert_double_eq(best_accuracy("half.tsv", "half"), 0.5);
+}
+END_TEST
+
+START_TEST(reports_carry_the_metrics)
+{
+    tune_error err;
+    tune_study *s = run("dev.tsv", "0.01", "metrics", TUNE_OK, &err);
+    tune_study_free(s);
+    char path[600];
+    snprintf(path, sizeof path, "%s/metrics/progress.csv", dir);
+    char *csv = tune_test_slurp(path);
+    ck_assert_ptr_nonnull(csv);
+    static const char header[] = "trial_id,training_iteration,time_total_s,epoch,step,"
+                                 "val_accuracy,val_loss,train_loss,examples_per_s\r\n";
+    ck_assert_msg(strncmp(csv, header, strlen(header)) == 0, "%.200s", csv);
+    /* Second report: epoch 4 (24 steps of 12 per epoch, twice), step 48. */
+    const char *row2 = strstr(csv, "\r\n0,2,");
+    ck_assert_ptr_nonnull(row2);
+    double t, epoch, step;
+    ck_assert_int_eq(sscanf(row2 + 6, "%lf,%lf,%lf", &t, &epoch, &step), 3);
+    ck_assert_double_eq(epoch, 4.0);
+    ck_assert_double_eq(step, 48.0);
+    free(csv);
+}
+END_TEST
+
+START_TEST(diverging_trial_is_an_error)
+{
+    tune_error err;
+    tune_study *s = run("dev.tsv", "1e30", "nan", TUNE_OK, &err);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 1);
+    char *text = NULL;
+    ck_assert_int_eq(tune_study_progress_text(s, 5, &text, NULL), TUNE_OK);
+    ck_assert_msg(strstr(text, "not finite at step") != NULL, "%s", text);
+    tune_free(text);
+    tune_study_free(s);
+}
+END_TEST
+
+START_TEST(bad_tsv_fails_before_any_trial)
+{
+    tune_error err;
+    tune_study *s = run("bad.tsv", "0.01", "badtsv", TUNE_ECONFIG, &err);
+    char path[600];
+    snprintf(path, sizeof path, "%s/bad.tsv", dir);
+    ck_assert_str_eq(err.source, path);
+    ck_assert_int_eq(err.line, 3);
+    ck_assert_msg(strstr(err.text, "label") != NULL, "%s", err.text);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_RUNNING] + c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_ERROR], 0);
+    tune_study_free(s);
+}
+END_TEST
+
+static Suite *bert_trainer_suite(void)
+{
+    Suite *s = suite_create("bert_trainer");
+    TCase *tc = tcase_create("end_to_end");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, accuracy_on_hand_made_sets);
+    tcase_add_test(tc, reports_carry_the_metrics);
+    tcase_add_test(tc, diverging_trial_is_an_error);
+    tcase_add_test(tc, bad_tsv_fails_before_any_trial);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TUNE_CHECK_MAIN(bert_trainer_suite)
