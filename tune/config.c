@@ -404,7 +404,7 @@ static tune_status parse_stop(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
             st = tunep_cfg_error(ctx, path, 1,
                                  "expected training_iteration, time_budget_s or a metric name");
         } else {
-            double x;
+            double x = 0;
             st = want_number(ctx, path, v, -HUGE_VAL, HUGE_VAL, &x);
             if (!st) {
                 struct tunep_threshold *t = &c->stop.thresholds[c->stop.n_thresholds];
@@ -473,16 +473,16 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         } else if (strcmp(key, "num_samples") == 0) {
             st = want_int(ctx, &path, v, 1, TUNEP_MAX_SAMPLES, &c->num_samples);
         } else if (strcmp(key, "seed") == 0) {
-            int64_t seed;
+            int64_t seed = 0;
             st = want_int(ctx, &path, v, 0, INT64_MAX, &seed);
             c->seed = (uint64_t)seed;
             c->seed_given = 1;
         } else if (strcmp(key, "max_concurrent_trials") == 0) {
-            int64_t n;
+            int64_t n = 0;
             st = want_int(ctx, &path, v, 1, TUNEP_MAX_CONCURRENT, &n);
             c->max_concurrent = (int)n;
         } else if (strcmp(key, "max_failures") == 0) {
-            int64_t n;
+            int64_t n = 0;
             st = want_int(ctx, &path, v, -1, 1000000, &n);
             c->max_failures = (int)n;
         } else if (strcmp(key, "storage") == 0) {

@@ -91,7 +91,7 @@ static tune_status parse_asha_key(const struct tunep_cfgctx *ctx, struct tunep_c
         if (!(a->reduction_factor > 1))
             return key_error(ctx, path, key, 0, "must be > 1");
     } else if (strcmp(key, "brackets") == 0) {
-        double d;
+        double d = 0;
         if ((st = get_number(ctx, path, key, v, &d)) != TUNE_OK)
             return st;
         if (d != floor(d))

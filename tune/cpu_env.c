@@ -12,5 +12,6 @@
 
 const char *tune_cpu_env_advice(void)
 {
-    return tunep_cpu_blas_underuses_cpu() ? "OPENBLAS_CORETYPE=Haswell" : NULL;
+    return tunep_cpu_blas_underuses_cpu() ? "OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell"
+                                          : "OPENBLAS_NUM_THREADS=1";
 }

@@ -116,6 +116,11 @@ static tune_status study_alloc(struct tune_study **ret, tune_error *err)
         tunep_free(s);
         return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
     }
+    if (pthread_mutex_init(&s->commit_lock, NULL)) {
+        pthread_mutex_destroy(&s->lock);
+        tunep_free(s);
+        return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
+    }
     s->main_metric = -1;
     atomic_init(&s->stop_requested, 0);
     *ret = s;
@@ -220,6 +225,8 @@ void tune_study_free(tune_study *s)
     tunep_store_close(s->store);
     tunep_config_done(&s->cfg);
     pthread_mutex_destroy(&s->lock);
+    if (!s->readonly)
+        pthread_mutex_destroy(&s->commit_lock);
     tunep_free(s);
 }
 
@@ -528,8 +535,11 @@ static void *flusher_main(void *arg)
         pthread_cond_timedwait(&s->flusher_cond, &s->lock, &ts);
         if (s->store && !s->fatal) {
             tune_error e;
+            uint64_t upto = s->write_seq;
             if (tunep_store_commit(s->store, &e))
                 set_fatal(s, &e);
+            else
+                s->durable_seq = upto;
         }
     }
     pthread_mutex_unlock(&s->lock);

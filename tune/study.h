@@ -83,6 +83,15 @@ struct tune_study {
     int fatal;              /* the store failed: stop everything */
     pthread_cond_t flusher_cond;
     int flusher_quit;
+    /*
+     * Group commit of reports: each report written under `lock` takes a ticket
+     * (write_seq); before answering, the objective's thread makes sure a
+     * commit covered its ticket (durable_seq). Threads queue on commit_lock,
+     * not on `lock`, and one COMMIT serves every report written before it.
+     * Lock order: commit_lock, then lock.
+     */
+    pthread_mutex_t commit_lock;
+    uint64_t write_seq, durable_seq; /* guarded by lock */
     tune_error fatal_err;
     double t_start;         /* monotonic */
     double wall_start;

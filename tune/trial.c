@@ -207,6 +207,43 @@ static enum tunep_end_reason check_stop(struct tune_study *s, const struct tune_
     return TUNEP_END_NONE;
 }
 
+/* Records the first store failure; every worker stops at its next chance. Lock held. */
+static void store_failed(struct tune_study *s, const tune_error *e)
+{
+    if (!s->fatal) {
+        s->fatal = 1;
+        s->fatal_err = *e;
+        tunep_log(TUNE_LOG_ERROR, "%s", e->text);
+    }
+}
+
+/*
+ * Returns once a commit covers the report with this ticket: the calling
+ * thread commits everything written so far unless another thread's commit
+ * already did (group commit; see study.h). Lock not held.
+ */
+static tune_status make_durable(struct tune_study *s, uint64_t ticket)
+{
+    tune_status st = TUNE_OK;
+    pthread_mutex_lock(&s->commit_lock);
+    pthread_mutex_lock(&s->lock);
+    if (s->fatal) {
+        st = TUNE_ESTORE;
+    } else if (s->durable_seq < ticket) {
+        tune_error e;
+        uint64_t upto = s->write_seq;
+        if (tunep_store_commit(s->store, &e)) {
+            store_failed(s, &e);
+            st = TUNE_ESTORE;
+        } else {
+            s->durable_seq = upto;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->commit_lock);
+    return st;
+}
+
 tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
                               const double *values)
 {
@@ -223,6 +260,7 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
     struct tune_study *s = t->study;
     struct tunep_trial_rec *rec = t->rec;
     tune_status ret = TUNE_OK;
+    uint64_t ticket = 0; /* of this report's write, for make_durable() */
 
     pthread_mutex_lock(&s->lock);
     if (s->fatal) {
@@ -240,16 +278,12 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
     if (s->store) {
         tune_error e;
         if (tunep_store_report(s->store, rec->id, rec->attempt, rec->iteration, rec->time_total_s,
-                               tunep_now_wall(), n, names, values, &e) ||
-            tunep_store_commit(s->store, &e)) {
-            if (!s->fatal) {
-                s->fatal = 1;
-                s->fatal_err = e;
-                tunep_log(TUNE_LOG_ERROR, "%s", e.text);
-            }
+                               tunep_now_wall(), n, names, values, &e)) {
+            store_failed(s, &e);
             ret = TUNE_ESTORE;
             goto out;
         }
+        ticket = ++s->write_seq;
     }
     if (remember(s, rec, n, names, values)) {
         ret = TUNE_ENOMEM;
@@ -295,6 +329,8 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         ret = TUNE_ESTOP;
 out:
     pthread_mutex_unlock(&s->lock);
+    if (ticket && make_durable(s, ticket) != TUNE_OK)
+        ret = TUNE_ESTORE;
     return ret;
 }
 

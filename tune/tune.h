@@ -181,14 +181,20 @@ typedef void (*tune_log_fn)(tune_log_level level, const char *message, void *use
 TUNE_API void tune_set_log_callback(tune_log_fn fn, tune_log_level max_level, void *user_data);
 
 /**
- * An environment setting that makes the CPU trainer faster and must be in
- * place before the process starts, as "NAME=value", or NULL when none is
- * needed. Today: "OPENBLAS_CORETYPE=Haswell" when the installed OpenBLAS does
- * not recognise this CPU and fell back to pre-AVX2 kernels although the CPU
- * has AVX2 and FMA (OpenBLAS 0.3.21 on recent Intel CPUs; a BERT step is
- * about 1.5x slower then). The `tune` command applies it by re-executing
- * itself; programs using the library can set it in their environment.
- * Static string; thread-safe.
+ * Environment settings that make the CPU trainer faster and must be in place
+ * before the process starts, as space-separated "NAME=value" pairs, or NULL
+ * when none is needed:
+ *  - "OPENBLAS_NUM_THREADS=1": the CPU backend splits matrix products over
+ *    its own OpenMP threads and runs OpenBLAS single-threaded, so OpenBLAS's
+ *    own thread pool would only spin (and, started at load, it competes with
+ *    every trial for the cores);
+ *  - "OPENBLAS_CORETYPE=Haswell" when the installed OpenBLAS does not
+ *    recognise this CPU and fell back to pre-AVX2 kernels although the CPU
+ *    has AVX2 and FMA (OpenBLAS 0.3.21 on recent Intel CPUs: a BERT step is
+ *    about 1.5x slower then).
+ * The `tune` command applies them (those the user has not set) by
+ * re-executing itself; programs using the library can set them in their
+ * environment. Static string; thread-safe.
  */
 TUNE_API const char *tune_cpu_env_advice(void);
 

@@ -57,18 +57,27 @@ static void apply_cpu_env_advice(char **argv)
     const char *advice = tune_cpu_env_advice();
     if (!advice || getenv("TUNE_NO_REEXEC"))
         return;
-    char name[64];
-    const char *eq = strchr(advice, '=');
-    if (!eq || (size_t)(eq - advice) >= sizeof name)
-        return;
-    memcpy(name, advice, (size_t)(eq - advice));
-    name[eq - advice] = '\0';
-    if (getenv(name))
-        return;
-    if (setenv(name, eq + 1, 1) != 0 || setenv("TUNE_NO_REEXEC", "1", 1) != 0)
+    int changed = 0;
+    char item[128];
+    for (const char *p = advice; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > 0 && n < sizeof item) {
+            memcpy(item, p, n);
+            item[n] = '\0';
+            char *eq = strchr(item, '=');
+            if (eq) {
+                *eq = '\0';
+                if (!getenv(item) && setenv(item, eq + 1, 1) == 0)
+                    changed = 1;
+            }
+        }
+        p += n;
+        p += strspn(p, " ");
+    }
+    if (!changed || setenv("TUNE_NO_REEXEC", "1", 1) != 0)
         return;
     execv("/proc/self/exe", argv);
-    /* If exec fails we simply go on with the slower kernels. */
+    /* If exec fails we simply go on with the environment as it was. */
 }
 
 int main(int argc, char **argv)
