@@ -559,7 +559,7 @@ static tune_status tensor_at(const MODEL *m, enum bert_param id, int layer, size
 tune_status TUNEP_RFN(tunep_bert_param_set)(MODEL *m, enum bert_param id, int layer,
                                             const real *src, size_t n, tune_error *err)
 {
-    size_t off;
+    size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
     return m->be->upload(m->be->ctx, m->params_mem + off, src, n * sizeof(real), err);
 }
@@ -567,7 +567,7 @@ tune_status TUNEP_RFN(tunep_bert_param_set)(MODEL *m, enum bert_param id, int la
 tune_status TUNEP_RFN(tunep_bert_param_get)(const MODEL *m, enum bert_param id, int layer,
                                             real *dst, size_t n, tune_error *err)
 {
-    size_t off;
+    size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
     return m->be->download(m->be->ctx, dst, m->params_mem + off, n * sizeof(real), err);
 }
@@ -575,9 +575,44 @@ tune_status TUNEP_RFN(tunep_bert_param_get)(const MODEL *m, enum bert_param id, 
 tune_status TUNEP_RFN(tunep_bert_grad_get)(const MODEL *m, enum bert_param id, int layer, real *dst,
                                            size_t n, tune_error *err)
 {
-    size_t off;
+    size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
     return m->be->download(m->be->ctx, dst, m->grads_mem + off, n * sizeof(real), err);
+}
+
+static real *arena_base(const MODEL *m, enum tunep_bert_arena arena)
+{
+    switch (arena) {
+        case TUNEP_BERT_ARENA_PARAMS: return m->params_mem;
+        case TUNEP_BERT_ARENA_GRADS: return m->grads_mem;
+        case TUNEP_BERT_ARENA_ADAM_M: return m->m_mem;
+        case TUNEP_BERT_ARENA_ADAM_V: return m->v_mem;
+        default: return NULL;
+    }
+}
+
+tune_status TUNEP_RFN(tunep_bert_tensor_get)(const MODEL *m, enum tunep_bert_arena arena,
+                                             enum bert_param id, int layer, real *dst, size_t n,
+                                             tune_error *err)
+{
+    size_t off = 0;
+    TRY(tensor_at(m, id, layer, n, &off, err));
+    real *base = arena_base(m, arena);
+    if (!base || !dst)
+        return tunep_error_set(err, TUNE_EINVAL, "bert: invalid arena or NULL buffer");
+    return m->be->download(m->be->ctx, dst, base + off, n * sizeof(real), err);
+}
+
+tune_status TUNEP_RFN(tunep_bert_tensor_set)(MODEL *m, enum tunep_bert_arena arena,
+                                             enum bert_param id, int layer, const real *src,
+                                             size_t n, tune_error *err)
+{
+    size_t off = 0;
+    TRY(tensor_at(m, id, layer, n, &off, err));
+    real *base = arena_base(m, arena);
+    if (!base || !src)
+        return tunep_error_set(err, TUNE_EINVAL, "bert: invalid arena or NULL buffer");
+    return m->be->upload(m->be->ctx, base + off, src, n * sizeof(real), err);
 }
 
 tune_status TUNEP_RFN(tunep_bert_logits)(const MODEL *m, real *dst, size_t n, tune_error *err)
@@ -633,7 +668,25 @@ real *TUNEP_RFN(tunep_bert_grads_arena)(const MODEL *m)
     return m->grads_mem;
 }
 
+real *TUNEP_RFN(tunep_bert_adam_m_arena)(const MODEL *m)
+{
+    return m->m_mem;
+}
+
+real *TUNEP_RFN(tunep_bert_adam_v_arena)(const MODEL *m)
+{
+    return m->v_mem;
+}
+
 long TUNEP_RFN(tunep_bert_step_count)(const MODEL *m)
 {
     return m->step;
+}
+
+tune_status TUNEP_RFN(tunep_bert_set_step_count)(MODEL *m, long step, tune_error *err)
+{
+    if (!m || step < 0)
+        return tunep_error_set(err, TUNE_EINVAL, "bert: invalid step count %ld", step);
+    m->step = step;
+    return TUNE_OK;
 }

@@ -61,49 +61,65 @@ tune_status tunep_bert_config_check(const struct tunep_bert_config *cfg, tune_er
 enum bert_init { BERT_INIT_ZEROS, BERT_INIT_ONES, BERT_INIT_NORMAL };
 
 /*
- * One row per parameter tensor: id, field name, elements per layer in config
- * symbols, per-layer (1) or not, AdamW weight decay (HF's no_decay = biases
- * and LayerNorm weights), initialisation (HF: Linear and Embedding ~ N(0,
- * 0.02), here truncated at 2 sd; LayerNorm 1/0; biases 0), and the Hugging
- * Face checkpoint name (BERT_LAYER: "%d" = layer). Arena order is table
- * order, each per-layer tensor holding all L layers.
+ * One row per parameter tensor: id, field name, shape in config symbols
+ * (BERT_MAT(rows, cols): Linear weights (out, in) and embeddings (rows, C),
+ * as in Hugging Face checkpoints; BERT_VEC(n): vectors), per-layer (1) or not,
+ * AdamW weight decay (HF's no_decay = biases and LayerNorm weights),
+ * initialisation (HF: Linear and Embedding ~ N(0, 0.02), here truncated at
+ * 2 sd; LayerNorm 1/0; biases 0), and the Hugging Face checkpoint name
+ * (BERT_LAYER: "%d" = layer). Arena order is table order, each per-layer
+ * tensor holding all L layers.
+ *
+ * Used as a value, a shape is the element count per layer. A row macro that
+ * needs the dimensions pastes BERT_DIMS_ onto the shape argument itself
+ * (BERT_DIMS_##shape, which must appear in the row macro's own body, where
+ * the argument is not yet expanded), giving "ndim, rows, cols".
  */
-#define BERT_LAYER "bert.encoder.layer.%d."
+#define BERT_LAYER               "bert.encoder.layer.%d."
+#define BERT_MAT(r, c)           ((r) * (c))
+#define BERT_VEC(n)              (n)
+#define BERT_DIMS_BERT_MAT(r, c) 2, (r), (c)
+#define BERT_DIMS_BERT_VEC(n)    1, (n), 1
 /* clang-format off */
-/*  id         field      shape   layered decay init   Hugging Face name */
+/*  id         field     shape            layered decay init  Hugging Face name */
 #define BERT_PARAMS(X)                                                                             \
-    X(WORD_EMB, word_emb, V * C, 0, 1, NORMAL, "bert.embeddings.word_embeddings.weight")           \
-    X(POS_EMB,  pos_emb,  P * C, 0, 1, NORMAL, "bert.embeddings.position_embeddings.weight")       \
-    X(TYPE_EMB, type_emb, TV * C, 0, 1, NORMAL, "bert.embeddings.token_type_embeddings.weight")    \
-    X(EMB_LN_W, emb_ln_w, C,     0, 0, ONES,   "bert.embeddings.LayerNorm.weight")                 \
-    X(EMB_LN_B, emb_ln_b, C,     0, 0, ZEROS,  "bert.embeddings.LayerNorm.bias")                   \
-    X(Q_W,      q_w,      C * C, 1, 1, NORMAL, BERT_LAYER "attention.self.query.weight")           \
-    X(Q_B,      q_b,      C,     1, 0, ZEROS,  BERT_LAYER "attention.self.query.bias")             \
-    X(K_W,      k_w,      C * C, 1, 1, NORMAL, BERT_LAYER "attention.self.key.weight")             \
-    X(K_B,      k_b,      C,     1, 0, ZEROS,  BERT_LAYER "attention.self.key.bias")               \
-    X(V_W,      v_w,      C * C, 1, 1, NORMAL, BERT_LAYER "attention.self.value.weight")           \
-    X(V_B,      v_b,      C,     1, 0, ZEROS,  BERT_LAYER "attention.self.value.bias")             \
-    X(ATT_O_W,  att_o_w,  C * C, 1, 1, NORMAL, BERT_LAYER "attention.output.dense.weight")         \
-    X(ATT_O_B,  att_o_b,  C,     1, 0, ZEROS,  BERT_LAYER "attention.output.dense.bias")           \
-    X(ATT_LN_W, att_ln_w, C,     1, 0, ONES,   BERT_LAYER "attention.output.LayerNorm.weight")     \
-    X(ATT_LN_B, att_ln_b, C,     1, 0, ZEROS,  BERT_LAYER "attention.output.LayerNorm.bias")       \
-    X(FC_W,     fc_w,     I * C, 1, 1, NORMAL, BERT_LAYER "intermediate.dense.weight")             \
-    X(FC_B,     fc_b,     I,     1, 0, ZEROS,  BERT_LAYER "intermediate.dense.bias")               \
-    X(FC_O_W,   fc_o_w,   C * I, 1, 1, NORMAL, BERT_LAYER "output.dense.weight")                   \
-    X(FC_O_B,   fc_o_b,   C,     1, 0, ZEROS,  BERT_LAYER "output.dense.bias")                     \
-    X(OUT_LN_W, out_ln_w, C,     1, 0, ONES,   BERT_LAYER "output.LayerNorm.weight")               \
-    X(OUT_LN_B, out_ln_b, C,     1, 0, ZEROS,  BERT_LAYER "output.LayerNorm.bias")                 \
-    X(POOL_W,   pool_w,   C * C, 0, 1, NORMAL, "bert.pooler.dense.weight")                         \
-    X(POOL_B,   pool_b,   C,     0, 0, ZEROS,  "bert.pooler.dense.bias")                           \
-    X(CLS_W,    cls_w,    K * C, 0, 1, NORMAL, "classifier.weight")                                \
-    X(CLS_B,    cls_b,    K,     0, 0, ZEROS,  "classifier.bias")
+    X(WORD_EMB, word_emb, BERT_MAT(V, C),  0, 1, NORMAL, "bert.embeddings.word_embeddings.weight") \
+    X(POS_EMB,  pos_emb,  BERT_MAT(P, C),  0, 1, NORMAL,                                           \
+      "bert.embeddings.position_embeddings.weight")                                                \
+    X(TYPE_EMB, type_emb, BERT_MAT(TV, C), 0, 1, NORMAL,                                           \
+      "bert.embeddings.token_type_embeddings.weight")                                              \
+    X(EMB_LN_W, emb_ln_w, BERT_VEC(C),     0, 0, ONES,   "bert.embeddings.LayerNorm.weight")       \
+    X(EMB_LN_B, emb_ln_b, BERT_VEC(C),     0, 0, ZEROS,  "bert.embeddings.LayerNorm.bias")         \
+    X(Q_W,      q_w,      BERT_MAT(C, C),  1, 1, NORMAL, BERT_LAYER "attention.self.query.weight") \
+    X(Q_B,      q_b,      BERT_VEC(C),     1, 0, ZEROS,  BERT_LAYER "attention.self.query.bias")   \
+    X(K_W,      k_w,      BERT_MAT(C, C),  1, 1, NORMAL, BERT_LAYER "attention.self.key.weight")   \
+    X(K_B,      k_b,      BERT_VEC(C),     1, 0, ZEROS,  BERT_LAYER "attention.self.key.bias")     \
+    X(V_W,      v_w,      BERT_MAT(C, C),  1, 1, NORMAL, BERT_LAYER "attention.self.value.weight") \
+    X(V_B,      v_b,      BERT_VEC(C),     1, 0, ZEROS,  BERT_LAYER "attention.self.value.bias")   \
+    X(ATT_O_W,  att_o_w,  BERT_MAT(C, C),  1, 1, NORMAL,                                           \
+      BERT_LAYER "attention.output.dense.weight")                                                  \
+    X(ATT_O_B,  att_o_b,  BERT_VEC(C),     1, 0, ZEROS,  BERT_LAYER "attention.output.dense.bias") \
+    X(ATT_LN_W, att_ln_w, BERT_VEC(C),     1, 0, ONES,                                             \
+      BERT_LAYER "attention.output.LayerNorm.weight")                                              \
+    X(ATT_LN_B, att_ln_b, BERT_VEC(C),     1, 0, ZEROS,                                            \
+      BERT_LAYER "attention.output.LayerNorm.bias")                                                \
+    X(FC_W,     fc_w,     BERT_MAT(I, C),  1, 1, NORMAL, BERT_LAYER "intermediate.dense.weight")   \
+    X(FC_B,     fc_b,     BERT_VEC(I),     1, 0, ZEROS,  BERT_LAYER "intermediate.dense.bias")     \
+    X(FC_O_W,   fc_o_w,   BERT_MAT(C, I),  1, 1, NORMAL, BERT_LAYER "output.dense.weight")         \
+    X(FC_O_B,   fc_o_b,   BERT_VEC(C),     1, 0, ZEROS,  BERT_LAYER "output.dense.bias")           \
+    X(OUT_LN_W, out_ln_w, BERT_VEC(C),     1, 0, ONES,   BERT_LAYER "output.LayerNorm.weight")     \
+    X(OUT_LN_B, out_ln_b, BERT_VEC(C),     1, 0, ZEROS,  BERT_LAYER "output.LayerNorm.bias")       \
+    X(POOL_W,   pool_w,   BERT_MAT(C, C),  0, 1, NORMAL, "bert.pooler.dense.weight")               \
+    X(POOL_B,   pool_b,   BERT_VEC(C),     0, 0, ZEROS,  "bert.pooler.dense.bias")                 \
+    X(CLS_W,    cls_w,    BERT_MAT(K, C),  0, 1, NORMAL, "classifier.weight")                      \
+    X(CLS_B,    cls_b,    BERT_VEC(K),     0, 0, ZEROS,  "classifier.bias")
 /* clang-format on */
 
 #define BERT_PARAM_ENUM_ROW(id, field, shape, layered, decay, init, name) BERT_P_##id,
 enum bert_param { BERT_PARAMS(BERT_PARAM_ENUM_ROW) BERT_PARAM_COUNT };
 
-/* Shape and row (first dimension) of each parameter for checkpoint loaders:
- * Linear weights are (out, in), embeddings (rows, C). */
+/* The table's config-independent columns, per parameter; the shape depends
+ * on the config: see tunep_bert_param_shape(). */
 struct tunep_bert_param_info {
     const char *name; /* Hugging Face name, "%d" for the layer where layered */
     const char *field;
@@ -114,6 +130,24 @@ extern const struct tunep_bert_param_info tunep_bert_param_info[BERT_PARAM_COUNT
 
 /* Writes the Hugging Face name of (id, layer) into buf; layer ignored when not layered. */
 void tunep_bert_param_name(enum bert_param id, int layer, char *buf, size_t size);
+
+/*
+ * The shape of one layer of parameter id under cfg, as in Hugging Face
+ * checkpoints (Linear weights (out, in), embeddings (rows, C), vectors (n)):
+ * writes ndim values into dims and returns ndim (1 or 2); 0 for an invalid id.
+ */
+int tunep_bert_param_shape(const struct tunep_bert_config *cfg, enum bert_param id,
+                           int64_t dims[2]);
+
+/* The four arenas that hold one value per parameter, for the tensor
+ * accessors (tunep_bert_tensor_get/set) and checkpoints. */
+enum tunep_bert_arena {
+    TUNEP_BERT_ARENA_PARAMS,
+    TUNEP_BERT_ARENA_GRADS,
+    TUNEP_BERT_ARENA_ADAM_M, /* AdamW first moment */
+    TUNEP_BERT_ARENA_ADAM_V, /* AdamW second moment */
+    TUNEP_BERT_ARENA_COUNT
+};
 
 /* ---- activation table ---------------------------------------------------- */
 

@@ -117,6 +117,28 @@ void tunep_bert_param_name(enum bert_param id, int layer, char *buf, size_t size
     }
 }
 
+static int set_dims(int64_t dims[2], int ndim, size_t rows, size_t cols)
+{
+    dims[0] = (int64_t)rows;
+    dims[1] = ndim == 2 ? (int64_t)cols : 0;
+    return ndim;
+}
+
+int tunep_bert_param_shape(const struct tunep_bert_config *cfg, enum bert_param id, int64_t dims[2])
+{
+    /* The config symbols the tables' shape expressions are written in; the
+     * limits of tunep_bert_config_check() keep every dimension far below 2^31. */
+    const size_t C = (size_t)cfg->C, I = (size_t)cfg->I, P = (size_t)cfg->P;
+    const size_t V = (size_t)cfg->V, TV = (size_t)cfg->TV, K = (size_t)cfg->K;
+    switch (id) {
+#define BERT_PARAM_SHAPE_ROW(id, fld, shape, lay, dec, ini, hf)                                    \
+    case BERT_P_##id: return set_dims(dims, BERT_DIMS_##shape);
+        BERT_PARAMS(BERT_PARAM_SHAPE_ROW)
+#undef BERT_PARAM_SHAPE_ROW
+        default: return 0;
+    }
+}
+
 tune_status tunep_bert_layout_compute(const struct tunep_bert_config *cfg, int batch, int seq_len,
                                       struct tunep_bert_layout *ret_layout, tune_error *err)
 {

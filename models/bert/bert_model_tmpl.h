@@ -94,6 +94,14 @@ tune_status TUNEP_MN(tunep_bert_param_get)(const TUNEP_MODEL *model, enum bert_p
                                            TUNEP_MR *dst, size_t n, tune_error *err);
 tune_status TUNEP_MN(tunep_bert_grad_get)(const TUNEP_MODEL *model, enum bert_param id, int layer,
                                           TUNEP_MR *dst, size_t n, tune_error *err);
+/* The same for any of the four per-parameter arenas (params, grads, AdamW m
+ * and v); n must be the element count of one layer of the tensor. */
+tune_status TUNEP_MN(tunep_bert_tensor_get)(const TUNEP_MODEL *model, enum tunep_bert_arena arena,
+                                            enum bert_param id, int layer, TUNEP_MR *dst, size_t n,
+                                            tune_error *err);
+tune_status TUNEP_MN(tunep_bert_tensor_set)(TUNEP_MODEL *model, enum tunep_bert_arena arena,
+                                            enum bert_param id, int layer, const TUNEP_MR *src,
+                                            size_t n, tune_error *err);
 /* Copies the last forward's logits (B*K values) to host memory. */
 tune_status TUNEP_MN(tunep_bert_logits)(const TUNEP_MODEL *model, TUNEP_MR *dst, size_t n,
                                         tune_error *err);
@@ -110,8 +118,14 @@ const TUNEP_MACTS *TUNEP_MN(tunep_bert_grad_acts_view)(const TUNEP_MODEL *model)
 /* Whole arenas (params, grads) of layout.param_total elements. */
 TUNEP_MR *TUNEP_MN(tunep_bert_params_arena)(const TUNEP_MODEL *model);
 TUNEP_MR *TUNEP_MN(tunep_bert_grads_arena)(const TUNEP_MODEL *model);
-/* AdamW steps taken since init. */
+/* AdamW's moment arenas (m, v), as the params arena. */
+TUNEP_MR *TUNEP_MN(tunep_bert_adam_m_arena)(const TUNEP_MODEL *model);
+TUNEP_MR *TUNEP_MN(tunep_bert_adam_v_arena)(const TUNEP_MODEL *model);
+/* AdamW steps taken since init (the bias-correction step t of the last step). */
 long TUNEP_MN(tunep_bert_step_count)(const TUNEP_MODEL *model);
+/* Sets the step count, as when resuming from a checkpoint: the next AdamW
+ * step is step + 1. @return TUNE_EINVAL when step < 0. */
+tune_status TUNEP_MN(tunep_bert_set_step_count)(TUNEP_MODEL *model, long step, tune_error *err);
 
 #undef TUNEP_BERT_PARAM_PTR_ROW
 #undef TUNEP_BERT_ACT_PTR_ROW
