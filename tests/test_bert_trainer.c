@@ -159,6 +159,52 @@ START_TEST(bad_tsv_fails_before_any_trial)
 }
 END_TEST
 
+/*
+ * A Hugging Face checkpoint (tests/bert/data/hf_tiny: 2 layers, hidden 32,
+ * 3 labels, its own vocab.txt) fine-tuned on a 3-class task written in its
+ * vocabulary: the vocabulary comes from the checkpoint folder, shapes from its
+ * config.json, its weights load, and the model learns the task.
+ */
+START_TEST(fine_tunes_a_hugging_face_checkpoint)
+{
+    const char *src = getenv("TUNE_SOURCE_ROOT");
+    ck_assert_ptr_nonnull(src);
+    char train[8192] = "sentence\tlabel\n";
+    static const char *const rows[] = {"the movie was good\t2", "a great film\t2",
+                                       "the plot was bad\t0",  "awful acting\t0",
+                                       "the film was ok\t1",   "it is a movie\t1"};
+    for (int r = 0; r < 8; r++)
+        for (int i = 0; i < 6; i++) {
+            strcat(train, rows[i]);
+            strcat(train, "\n");
+        }
+    write_file("train3.tsv", train);
+    /* 48 examples teach a tiny model its training sentences, not the language:
+     * the dev set checks that the pipeline learns, so it reuses them. */
+    write_file("dev3.tsv", "sentence\tlabel\nthe movie was good\t2\nthe plot was bad\t0\n"
+                           "it is a movie\t1\n");
+    char json[4096];
+    snprintf(json, sizeof json,
+             "{\"name\": \"hf\", \"num_samples\": 1, \"seed\": 5, \"storage\": \"%s/hf\","
+             " \"max_concurrent_trials\": 1,"
+             " \"param_space\": {\"lr\": 0.003, \"batch_size\": 8, \"dropout\": 0.0},"
+             " \"trainer\": {\"type\": \"bert\", \"train\": \"%s/train3.tsv\","
+             " \"dev\": \"%s/dev3.tsv\", \"checkpoint\": \"%s/tests/bert/data/hf_tiny\","
+             " \"threads\": 1, \"epochs\": 10, \"max_seq_len\": 16}}",
+             dir, dir, dir, src);
+    tune_study *s = NULL;
+    tune_error err;
+    ck_assert_msg(tune_study_new_from_json(json, NULL, &s, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    char *best = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &best, &err), TUNE_OK);
+    ck_assert_double_eq(json_number(best, "val_accuracy"), 1.0);
+    ck_assert_int_eq((int)json_number(best, "training_iteration"), 10);
+    tune_free(best);
+    tune_study_free(s);
+}
+END_TEST
+
 static Suite *bert_trainer_suite(void)
 {
     Suite *s = suite_create("bert_trainer");
@@ -169,6 +215,7 @@ static Suite *bert_trainer_suite(void)
     tcase_add_test(tc, reports_carry_the_metrics);
     tcase_add_test(tc, diverging_trial_is_an_error);
     tcase_add_test(tc, bad_tsv_fails_before_any_trial);
+    tcase_add_test(tc, fine_tunes_a_hugging_face_checkpoint);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "models/bert/bert.h"
+#include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
@@ -242,21 +243,42 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
 
     struct tunep_bert_config mc;
     tunep_bert_config_default(&mc);
-    mc.L = cfg->layers;
-    mc.C = cfg->hidden;
-    mc.NH = cfg->heads;
-    mc.I = cfg->intermediate;
-    mc.P = cfg->max_position;
-    mc.V = (int)tunep_tokenizer_vocab_size(t->tok);
+    if (cfg->checkpoint) {
+        /* Shapes (and, unless the trial sets dropout, dropouts) from the checkpoint. */
+        if ((st = tunep_bert_hf_config_load(cfg->checkpoint, &mc, &err)))
+            goto fail;
+        if (mc.V != (int)tunep_tokenizer_vocab_size(t->tok)) {
+            st = tunep_error_set_at(&err, TUNE_ECONFIG, cfg->checkpoint, 0, 0,
+                                    "vocab_size %d differs from the %zu entries of '%s'", mc.V,
+                                    tunep_tokenizer_vocab_size(t->tok), cfg->vocab);
+            goto fail;
+        }
+        if (max_seq_len > mc.P) {
+            st = tunep_error_set_at(&err, TUNE_ECONFIG, cfg->checkpoint, 0, 0,
+                                    "max_seq_len %lld exceeds max_position_embeddings %d",
+                                    (long long)max_seq_len, mc.P);
+            goto fail;
+        }
+    } else {
+        mc.L = cfg->layers;
+        mc.C = cfg->hidden;
+        mc.NH = cfg->heads;
+        mc.I = cfg->intermediate;
+        mc.P = cfg->max_position;
+        mc.V = (int)tunep_tokenizer_vocab_size(t->tok);
+    }
     mc.K = tunep_dataset_num_labels(data->train);
     if (mc.K < 2)
         mc.K = 2;
-    mc.hidden_dropout = dropout;
-    mc.attn_dropout = dropout;
+    if (!cfg->checkpoint || tune_trial_get_double_or(trial, "dropout", -1) >= 0) {
+        mc.hidden_dropout = dropout;
+        mc.attn_dropout = dropout;
+    }
     int B_max = (int)(batch_size > cfg->eval_batch_size ? batch_size : cfg->eval_batch_size);
     if ((st = tunep_cpu_backend_new(t->threads, &be, &err)) ||
         (st = tunep_bert_new(&mc, B_max, (int)max_seq_len, be, &m, &err)) ||
-        (st = tunep_bert_init_weights(m, seed, &err)))
+        (st = tunep_bert_init_weights(m, seed, &err)) ||
+        (cfg->checkpoint && (st = tunep_bert_load_hf(m, cfg->checkpoint, 0, &err))))
         goto fail;
 
     size_t n_dev = tunep_dataset_size(data->dev);

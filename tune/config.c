@@ -347,9 +347,21 @@ static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
     if (st)
         return st;
     static const char *const required[] = {"train", "dev", "vocab"};
-    for (size_t i = 0; i < 3; i++)
-        if (!json_object_get(obj, required[i]))
-            return tunep_cfg_error(ctx, path, 0, "missing key '%s' (a path)", required[i]);
+    for (size_t i = 0; i < 3; i++) {
+        if (json_object_get(obj, required[i]))
+            continue;
+        if (i == 2 && b->checkpoint) {
+            /* A Hugging Face folder carries its vocabulary. */
+            b->vocab = tunep_asprintf("%s/vocab.txt", b->checkpoint);
+            if (!b->vocab)
+                return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+            if (access(b->vocab, R_OK) != 0)
+                return tunep_cfg_error(ctx, path, 0,
+                                       "missing key 'vocab', and the checkpoint has no vocab.txt");
+            continue;
+        }
+        return tunep_cfg_error(ctx, path, 0, "missing key '%s' (a path)", required[i]);
+    }
     if (!b->checkpoint && b->max_seq_len > b->max_position) {
         tunep_cfgpath_push_key(path, "max_seq_len");
         st = tunep_cfg_error(ctx, path, 0, "%d is longer than model.max_position (%d)",
