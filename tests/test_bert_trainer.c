@@ -46,6 +46,8 @@ static void setup(void)
     write_file("flipped.tsv", "sentence\tlabel\ngood movie\t0\nbad film\t1\nthe great\t0\nawful\t1\n");
     write_file("half.tsv", "sentence\tlabel\ngood movie\t1\nbad film\t1\nthe great\t0\nawful\t0\n");
     write_file("bad.tsv", "sentence\tlabel\ngood movie\t1\nbad film\tzero\n");
+    write_file("empty.tsv", "sentence\tlabel\ngood movie\t1\nbad film\t0\n \t1\n");
+    write_file("fields.tsv", "sentence\tlabel\ngood movie\t1\nbad\tfilm\t0\n");
 }
 
 static void teardown(void)
@@ -143,15 +145,27 @@ START_TEST(diverging_trial_is_an_error)
 }
 END_TEST
 
+static const struct {
+    const char *file;
+    int line;
+    const char *text;
+} bad_tsv[] = {
+    {"bad.tsv", 3, "expected an integer label, got 'zero'"},
+    {"empty.tsv", 4, "empty text in field 1"},
+    {"fields.tsv", 3, "expected 2 tab-separated fields, got 3"},
+};
+
 START_TEST(bad_tsv_fails_before_any_trial)
 {
     tune_error err;
-    tune_study *s = run("bad.tsv", "0.01", "badtsv", TUNE_ECONFIG, &err);
+    char name[32];
+    snprintf(name, sizeof name, "badtsv%d", _i);
+    tune_study *s = run(bad_tsv[_i].file, "0.01", name, TUNE_ECONFIG, &err);
     char path[600];
-    snprintf(path, sizeof path, "%s/bad.tsv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, bad_tsv[_i].file);
     ck_assert_str_eq(err.source, path);
-    ck_assert_int_eq(err.line, 3);
-    ck_assert_msg(strstr(err.text, "label") != NULL, "%s", err.text);
+    ck_assert_int_eq(err.line, bad_tsv[_i].line);
+    ck_assert_str_eq(err.text, bad_tsv[_i].text);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_RUNNING] + c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_ERROR], 0);
@@ -214,7 +228,8 @@ static Suite *bert_trainer_suite(void)
     tcase_add_test(tc, accuracy_on_hand_made_sets);
     tcase_add_test(tc, reports_carry_the_metrics);
     tcase_add_test(tc, diverging_trial_is_an_error);
-    tcase_add_test(tc, bad_tsv_fails_before_any_trial);
+    tcase_add_loop_test(tc, bad_tsv_fails_before_any_trial, 0,
+                        (int)(sizeof bad_tsv / sizeof bad_tsv[0]));
     tcase_add_test(tc, fine_tunes_a_hugging_face_checkpoint);
     suite_add_tcase(s, tc);
     return s;

@@ -167,6 +167,14 @@ static tune_status data_line(struct loader *ld, const char *s, size_t n, size_t 
     if (lf.count != want)
         return tunep_error_set_at(ld->err, TUNE_ECONFIG, ld->path, (int)line_no, 0,
                                   "expected %d tab-separated fields, got %d", want, lf.count);
+    for (int k = 0; k < want - 1; k++) {
+        size_t blank = 0;
+        while (blank < lf.len[k] && (lf.f[k][blank] == ' ' || lf.f[k][blank] == '\r'))
+            blank++;
+        if (blank == lf.len[k])
+            return tunep_error_set_at(ld->err, TUNE_ECONFIG, ld->path, (int)line_no, 0,
+                                      "empty text in field %d", k + 1);
+    }
     const char *lab = lf.f[want - 1];
     size_t lab_len = lf.len[want - 1];
     long label = parse_label(lab, lab_len);
