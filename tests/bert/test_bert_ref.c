@@ -1,9 +1,9 @@
 /*
  * test_bert_ref.c - the float model against PyTorch: tests/bert/data/
- * bert_tiny_ref.bin (written by scripts/gen_bert_ref.py, committed) holds a
+ * bert_tiny_ref.bin (written by tests/tools/gen_bert_ref.py, committed) holds a
  * tiny BERT's weights under their Hugging Face names, a padded batch, and
  * PyTorch's logits, loss, every parameter gradient, and the gradient norms
- * and losses around 3 AdamW steps. Weights are loaded by name through the
+ * and losses around 10 AdamW steps. Weights are loaded by name through the
  * tensor table, as a checkpoint loader would. Tolerances are t_eff = atol +
  * rtol |ref|, derived next to each comparison.
  */
@@ -285,7 +285,7 @@ START_TEST(test_bert_tiny_reference)
     }
 
     /*
-     * 3 AdamW steps with clipping. The first Adam step moves every weight by
+     * 10 AdamW steps with clipping (the loss curve). The first Adam step moves every weight by
      * ~lr along sign(g), so a gradient within rounding noise of 0 can move the
      * other way in the two implementations; such a weight has |dL/dw| ~ noise,
      * so the loss moves by ~lr * noise, far below the forward's own rounding.
@@ -294,8 +294,8 @@ START_TEST(test_bert_tiny_reference)
      */
     double *ref_norms = rec_doubles(find(blob, "grad_norms", 0, (uint64_t)steps));
     double *ref_losses = rec_doubles(find(blob, "losses_after_steps", 0, (uint64_t)steps));
-    double norms[8], losses[8];
-    ck_assert(steps <= 8);
+    double norms[16], losses[16];
+    ck_assert(steps >= 10 && steps <= 16); /* the issue asks for a 10-step loss curve */
     for (int s = 0; s < steps; s++) {
         ck_assert_int_eq(tunep_bert_adamw_step(m, &opt, lr, &norms[s], &err), TUNE_OK);
         ck_assert_int_eq(tunep_bert_zero_grad(m, NULL), TUNE_OK);

@@ -15,11 +15,11 @@ it also carries the harmless extras real checkpoints have
 cls.seq_relationship.* pretraining heads) which a loader must skip.
 
 reference.json holds a padded batch and the logits that the model of
-scripts/gen_bert_ref.py (plain torch.nn mirroring modeling_bert.py, eval mode)
+tests/tools/gen_bert_ref.py (plain torch.nn mirroring modeling_bert.py, eval mode)
 computes with exactly the weights in the file, i.e. after rounding to
 BF16/F16 where they are stored so.
 
-Usage: /usr/bin/python3 scripts/gen_hf_fixture.py [output folder]
+Usage: /usr/bin/python3 tests/tools/gen_hf_fixture.py [output folder]
 (Debian's interpreter, with the python3-torch and python3-numpy packages.)
 """
 import json

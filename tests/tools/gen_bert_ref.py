@@ -11,7 +11,7 @@ the (out, in) row-major layout the C model uses, so the C test loads them
 as they are. Dropout is off (PyTorch's dropout RNG cannot be reproduced).
 
 The blob holds the inputs, logits, mean cross-entropy, every parameter
-gradient, and the loss and gradient norm around 3 AdamW steps (lr 1e-3, weight
+gradient, and the loss and gradient norm around 10 AdamW steps (lr 1e-3, weight
 decay 0.01 except biases and LayerNorm weights, clip_grad_norm_ 1.0).
 
 Format (little-endian): magic b"TNBERTRF", u32 version (1), u32 n_ints + that
@@ -20,7 +20,7 @@ many i32 (L, C, NH, I, P, V, TV, K, B, T, steps), u32 n_doubles + that many f64
 then records: u32 name length, name bytes, u32 dtype (0 f32, 1 i32), u64
 count, count values.
 
-Usage: /usr/bin/python3 scripts/gen_bert_ref.py [output path]
+Usage: /usr/bin/python3 tests/tools/gen_bert_ref.py [output path]
 (Debian's interpreter, with the python3-torch package.)
 """
 import math
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 MAGIC = b"TNBERTRF"
 VERSION = 1
 
-CFG = dict(L=2, C=32, NH=2, I=64, P=16, V=128, TV=2, K=2, B=2, T=8, steps=3)
+CFG = dict(L=2, C=32, NH=2, I=64, P=16, V=128, TV=2, K=2, B=2, T=8, steps=10)
 LN_EPS = 1e-12
 LR, WD, CLIP, BETA1, BETA2, ADAM_EPS = 1e-3, 0.01, 1.0, 0.9, 0.999, 1e-8
 
