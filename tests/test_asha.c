@@ -546,16 +546,6 @@ START_TEST(test_stress_100k)
 }
 END_TEST
 
-/* Fault injection (jansson's test_chaos): the n-th allocation fails. */
-static long chaos_left;
-
-static void *chaos_malloc(size_t size)
-{
-    if (chaos_left-- == 0)
-        return NULL;
-    return malloc(size);
-}
-
 START_TEST(test_alloc_failures)
 {
     int failures = 0;
@@ -563,16 +553,15 @@ START_TEST(test_alloc_failures)
         struct tunep_scheduler_config c = asha_config(1, 100, 4, 3, 1);
         struct tunep_scheduler *s = NULL;
         tune_error err;
-        chaos_left = n;
-        tune_set_alloc_funcs(chaos_malloc, free);
+        tune_test_alloc_fail_after(n); /* jansson's test_chaos: the n-th allocation fails */
         tune_status st = tunep_scheduler_new(&c, &s, &err);
         for (int i = 0; st == TUNE_OK && i < 200; i++) {
             st = tunep_scheduler_on_trial_add(s, i, (i % 10) / 10.0);
             if (st == TUNE_OK)
                 tunep_scheduler_on_result(s, i, 1, 1, i % 7);
         }
-        tune_set_alloc_funcs(NULL, NULL);
-        if (st == TUNE_OK && chaos_left >= 0) {
+        tune_test_alloc_reset();
+        if (st == TUNE_OK && !tune_test_alloc_failed()) {
             ck_assert_int_gt(failures, 5);
             tunep_scheduler_free(s);
             break;

@@ -759,15 +759,6 @@ END_TEST
 
 /* ---- allocation failures (jansson's test_chaos pattern) ------------------- */
 
-static long alloc_count, alloc_fail_at;
-
-static void *failing_malloc(size_t size)
-{
-    if (alloc_count++ == alloc_fail_at)
-        return NULL;
-    return malloc(size);
-}
-
 enum oom_op { OOM_CHOICE, OOM_JSON, OOM_CLONE, OOM_GROW };
 
 static tune_status oom_run(enum oom_op op, tune_space **ret_copy)
@@ -797,11 +788,11 @@ START_TEST(test_oom)
         size_t n0 = sp->n;
         tune_status st = TUNE_ENOMEM;
         tune_space *copy = NULL;
-        for (alloc_fail_at = 0; st == TUNE_ENOMEM && alloc_fail_at < 100; alloc_fail_at++) {
-            alloc_count = 0;
-            tune_set_alloc_funcs(failing_malloc, free);
+        long fail_at;
+        for (fail_at = 0; st == TUNE_ENOMEM && fail_at < 100; fail_at++) {
+            tune_test_alloc_fail_after(fail_at);
             st = oom_run((enum oom_op)op, &copy);
-            tune_set_alloc_funcs(NULL, NULL);
+            tune_test_alloc_reset();
             if (st == TUNE_ENOMEM) {
                 ck_assert_int_eq(err.code, TUNE_ENOMEM);
                 ck_assert_uint_eq(sp->n, n0);
@@ -809,7 +800,7 @@ START_TEST(test_oom)
             }
         }
         ck_assert_msg(st == TUNE_OK, "op %d: %s", op, err.text);
-        ck_assert_int_gt(alloc_fail_at, 1); /* at least one failure was injected */
+        ck_assert_int_gt(fail_at, 1); /* at least one failure was injected */
         if (op == OOM_CLONE) {
             ck_assert_uint_eq(copy->n, sp->n);
             tune_space_free(copy);

@@ -906,24 +906,12 @@ START_TEST(test_locale)
 }
 END_TEST
 
-static long alloc_budget = -1; /* allocations left before failure; -1: never fail */
-static long alloc_count;
-
-static void *failing_malloc(size_t n)
-{
-    alloc_count++;
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return malloc(n);
-}
-
 /* Creates, writes and exports with the allocator failing at every position in turn. */
 START_TEST(test_alloc_failures)
 {
     int completed = 0;
-    for (long fail_at = 0; fail_at < 10000 && !completed; fail_at++) {
+    long runs = 0; /* more than one: the injected failures were really hit */
+    for (long fail_at = 0; fail_at < 10000 && !completed; fail_at++, runs++) {
         char path[600];
         tune_error err;
         struct tunep_store *st = NULL;
@@ -932,9 +920,7 @@ START_TEST(test_alloc_failures)
         double x[] = {0.5, 1.5};
         tune_status rs;
         snprintf(path, sizeof path, "%s/chaos%ld.db", tmpdir, fail_at);
-        alloc_budget = fail_at;
-        alloc_count = 0;
-        tune_set_alloc_funcs(failing_malloc, free);
+        tune_test_alloc_fail_from(fail_at);
         set5(v, 0.5, 16, "adam", 0, mix_values[1]);
         rs = tunep_store_create(path, &exp1, &space5, &st, &err);
         if (!rs)
@@ -957,13 +943,14 @@ START_TEST(test_alloc_failures)
             rs = tunep_export_progress_csv(st, path, &err);
         }
         tunep_store_close(st);
-        tune_set_alloc_funcs(NULL, NULL);
+        tune_test_alloc_reset();
         if (rs == TUNE_OK)
-            completed = alloc_count <= fail_at; /* the failing allocation never came */
+            completed = !tune_test_alloc_failed(); /* the failing allocation never came */
         else
             ck_assert_msg(rs == TUNE_ENOMEM, "fail_at %ld: %d %s", fail_at, (int)rs, err.text);
     }
     ck_assert(completed);
+    ck_assert_int_gt(runs, 1);
 }
 END_TEST
 

@@ -2,7 +2,7 @@
  * test_bert_io.c - BERT checkpoints: the safetensors reader and writer
  * (validation messages for every malformed case, F16/BF16 conversion,
  * atomic bit-exact writes), Hugging Face config.json and weights
- * (tests/bert/data/hf_tiny, written by scripts/gen_hf_fixture.py with the
+ * (tests/bert/data/hf_tiny, written by tests/tools/gen_hf_fixture.py with the
  * logits PyTorch computed for it), and the trainer state: saved and loaded
  * bit for bit, and training after a reload continues exactly as without.
  * Allocation failures at every position return TUNE_ENOMEM (leaks are
@@ -1163,15 +1163,6 @@ END_TEST
 
 /* ---- allocation failures -------------------------------------------------------- */
 
-static int chaos_left;
-
-static void *chaos_malloc(size_t n)
-{
-    if (chaos_left-- == 0)
-        return NULL;
-    return malloc(n);
-}
-
 START_TEST(test_chaos)
 {
     /* Every allocation of each entry point fails in turn: TUNE_ENOMEM, no
@@ -1189,13 +1180,12 @@ START_TEST(test_chaos)
             tune_error err = {0};
             struct tunep_bert_config got = {.L = -1};
             char *meta = unchanged_text;
-            chaos_left = n;
-            tune_set_alloc_funcs(chaos_malloc, free);
+            tune_test_alloc_fail_after(n);
             tune_status st = what == 0   ? tunep_bert_state_save(m, p, "{\"a\": 1}", &err)
                              : what == 1 ? tunep_bert_state_load(m, p, &meta, &err)
                              : what == 2 ? tunep_bert_load_hf(m, dir, 0, &err)
                                          : tunep_bert_hf_config_load(dir, &got, &err);
-            tune_set_alloc_funcs(NULL, NULL);
+            tune_test_alloc_reset();
             if (st == TUNE_OK) {
                 if (what == 1)
                     tune_free(meta);

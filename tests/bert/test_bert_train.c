@@ -289,29 +289,19 @@ END_TEST
 
 /* ---- allocation failures (jansson test_chaos) ---------------------------- */
 
-static int alloc_countdown;
-
-static void *failing_malloc(size_t n)
-{
-    if (alloc_countdown-- == 0)
-        return NULL;
-    return malloc(n);
-}
-
 START_TEST(test_alloc_failures)
 {
     struct tunep_bert_config cfg;
     small_config(&cfg);
     int failures_seen = 0;
     for (int k = 0; k < 64; k++) {
-        alloc_countdown = k;
-        tune_set_alloc_funcs(failing_malloc, free);
+        tune_test_alloc_fail_after(k);
         struct tunep_backend *be = NULL;
         struct tunep_bert *m = NULL;
         tune_status st = tunep_cpu_backend_new(1, &be, NULL);
         if (st == TUNE_OK)
             st = tunep_bert_new(&cfg, 2, 4, be, &m, NULL);
-        tune_set_alloc_funcs(NULL, NULL);
+        tune_test_alloc_reset();
         if (st == TUNE_OK) {
             ck_assert_ptr_nonnull(m);
             tunep_bert_free(m);

@@ -2,7 +2,7 @@
  * test_tokenizer.c - the WordPiece tokenizer against Hugging Face's
  * BertTokenizer: ids of hand-written hard strings, seeded random strings, the
  * first rows of the shared SST-2 / TREC / RTE files and HF's pair truncation
- * (goldens in tests/text/data, made by scripts/gen_tokenizer_golden.py), a
+ * (goldens in tests/text/data, made by tests/tools/gen_tokenizer_golden.py), a
  * hash per block of 4096 code points of the basic tokenizer's output for
  * every code point, plus vocabulary errors, truncation arithmetic, encoding
  * layout, invalid UTF-8 and allocation failures.
@@ -705,26 +705,16 @@ END_TEST
 
 /* ---- allocation failures -------------------------------------------------- */
 
-static long alloc_budget = -1; /* allocations left before failing; -1: never fail */
-static void *failing_malloc(size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return malloc(n);
-}
-
 START_TEST(test_alloc_failures)
 {
     int ok_new = 0, ok_tok = 0;
-    tune_set_alloc_funcs(failing_malloc, free);
-    for (long fail_at = 0; fail_at < 100 && !ok_new; fail_at++) {
+    long runs_new = 0, runs_tok = 0; /* more than one: the injected failures were really hit */
+    for (long fail_at = 0; fail_at < 100 && !ok_new; fail_at++, runs_new++) {
         tunep_tokenizer *t = NULL;
         tune_error err;
-        alloc_budget = fail_at;
+        tune_test_alloc_fail_from(fail_at);
         tune_status st = tunep_tokenizer_new(vocab_path, 1, &t, &err);
-        alloc_budget = -1;
+        tune_test_alloc_reset();
         if (st == TUNE_OK) {
             ok_new = 1;
             tunep_tokenizer_free(t);
@@ -736,14 +726,14 @@ START_TEST(test_alloc_failures)
     /* words longer than the tokenizer's stack storage make its buffers grow */
     char text[1024];
     snprintf(text, sizeof text, "Crème Brûlée, ΟΔΟΣ and 中文 %0400d %0150d", 7, 9);
-    for (long fail_at = 0; fail_at < 100 && !ok_tok; fail_at++) {
+    for (long fail_at = 0; fail_at < 100 && !ok_tok; fail_at++, runs_tok++) {
         struct tunep_ids ids;
         tunep_ids_init(&ids);
-        alloc_budget = fail_at;
+        tune_test_alloc_fail_from(fail_at);
         tune_status st = tunep_tokenizer_tokenize(tok, text, strlen(text), &ids, NULL);
         char *words = NULL;
         tune_status st2 = tunep_tokenizer_basic(tok, text, strlen(text), &words, NULL);
-        alloc_budget = -1;
+        tune_test_alloc_reset();
         ck_assert(st == TUNE_OK || st == TUNE_ENOMEM);
         ck_assert(st2 == TUNE_OK || st2 == TUNE_ENOMEM);
         if (st != TUNE_OK)
@@ -752,8 +742,9 @@ START_TEST(test_alloc_failures)
         tunep_ids_done(&ids);
         tunep_free(words);
     }
-    tune_set_alloc_funcs(NULL, NULL);
     ck_assert(ok_new && ok_tok);
+    ck_assert_int_gt(runs_new, 1);
+    ck_assert_int_gt(runs_tok, 1);
 }
 END_TEST
 
