@@ -270,9 +270,23 @@ START_TEST(store_run_reopened)
     counts(s, c);
     tune_study_free(s);
 
-    /* Running again into the same folder is refused: nothing recorded is overwritten. */
+    /* Running again into the same folder resumes it: everything is finished already. */
     s = study_from(json);
-    ck_assert_int_eq(tune_study_run(s, &err), TUNE_ESTORE);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    counts(s, c2);
+    for (int i = 0; i < TUNE_TRIAL_STATUS_COUNT; i++)
+        ck_assert_int_eq(c[i], c2[i]);
+    tune_study_free(s);
+
+    /* Another config is refused: nothing recorded is overwritten. */
+    char other[1200];
+    snprintf(other, sizeof other, "%s", json);
+    char *ns = strstr(other, "\"num_samples\": 12");
+    ck_assert_ptr_nonnull(ns);
+    memcpy(ns, "\"num_samples\": 13", 17);
+    s = study_from(other);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.text, "another config"));
     tune_study_free(s);
 
     char path[1200];
@@ -306,6 +320,82 @@ START_TEST(store_run_reopened)
 }
 END_TEST
 
+/* Stops the study at trial `stop_at`'s third report. */
+struct stopper {
+    tune_study *study;
+    int64_t stop_at;
+};
+
+static tune_status obj_stop_once(tune_trial *t, void *ud)
+{
+    struct stopper *sp = ud;
+    for (int i = 0; i < 6; i++) {
+        if (tune_trial_id(t) == sp->stop_at && i == 2)
+            tune_study_request_stop(sp->study);
+        tune_status st = tune_trial_report_metric(t, "score", 0.1 * (double)tune_trial_id(t) + i);
+        if (st == TUNE_ESTOP)
+            return TUNE_OK;
+        if (st)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+START_TEST(interrupted_sweep_resumes)
+{
+    char *dir = tune_test_mkdtemp();
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 30, \"seed\": 4, \"storage\": \"%s/e\","
+             " \"max_concurrent_trials\": 3, \"param_space\": {\"x\": {\"uniform\": [0, 1]},"
+             " \"opt\": {\"choice\": [\"adam\", \"sgd\"]}},"
+             " \"scheduler\": {\"type\": \"asha\", \"max_t\": 6, \"reduction_factor\": 2}}",
+             dir);
+    tune_study *s = study_from(json);
+    struct stopper sp = {s, 10};
+    tune_study_set_objective(s, obj_stop_once, &sp);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_EINTERRUPTED);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    int64_t done_before = c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED];
+    ck_assert_int_ge(done_before, 10);
+    ck_assert_int_lt(done_before, 30);
+    tune_study_free(s);
+
+    /* The resumed study finishes the sweep: exactly num_samples trials, none twice. */
+    char path[1100];
+    snprintf(path, sizeof path, "%s/e", dir);
+    ck_assert_int_eq(tune_study_resume(path, 0, &s, &err), TUNE_OK);
+    sp.study = s;
+    sp.stop_at = -1;
+    tune_study_set_objective(s, obj_stop_once, &sp);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED], 30);
+    ck_assert_int_eq(c[TUNE_TRIAL_PENDING] + c[TUNE_TRIAL_RUNNING] + c[TUNE_TRIAL_ERROR], 0);
+    tune_study_free(s);
+
+    /* results.csv: 30 rows, ids 0..29 once each. */
+    snprintf(path, sizeof path, "%s/e/results.csv", dir);
+    char *csv = tune_test_slurp(path);
+    ck_assert_ptr_nonnull(csv);
+    int seen[30] = {0}, rows = 0;
+    for (char *line = strstr(csv, "\n"); line && line[1]; line = strstr(line + 1, "\n")) {
+        int id = atoi(line + 1);
+        ck_assert(id >= 0 && id < 30);
+        seen[id]++;
+        rows++;
+    }
+    ck_assert_int_eq(rows, 30);
+    for (int i = 0; i < 30; i++)
+        ck_assert_int_eq(seen[i], 1);
+    free(csv);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(no_objective_is_a_config_error)
 {
     tune_study *s = study_from("{\"storage\": \":memory:\"}");
@@ -330,6 +420,7 @@ static Suite *study_suite(void)
     tcase_add_test(tc, request_stop_interrupts);
     tcase_add_test(tc, store_run_reopened);
     tcase_add_test(tc, no_objective_is_a_config_error);
+    tcase_add_test(tc, interrupted_sweep_resumes);
     suite_add_tcase(s, tc);
     return s;
 }

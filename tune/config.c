@@ -214,8 +214,8 @@ static tune_status parse_search(const struct tunep_cfgctx *ctx, struct tunep_cfg
 static tune_status parse_synthetic(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                    const json_t *obj, struct tunep_config *c)
 {
-    static const char *const keys[] = {"type",  "iterations", "sleep_s",    "fail_prob",
-                                       "noise", "report_true", "report_loss"};
+    static const char *const keys[] = {"type",  "iterations",  "sleep_s",     "fail_prob",
+                                       "noise", "report_true", "report_loss", "answer_log"};
     c->trainer = TUNEP_TRAINER_SYNTHETIC;
     tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
     const char *key;
@@ -236,6 +236,8 @@ static tune_status parse_synthetic(const struct tunep_cfgctx *ctx, struct tunep_
             st = want_bool(ctx, path, v, &c->synthetic.report_true);
         else if (strcmp(key, "report_loss") == 0)
             st = want_bool(ctx, path, v, &c->synthetic.report_loss);
+        else if (strcmp(key, "answer_log") == 0)
+            st = want_string(ctx, path, v, 4000, &c->synthetic.answer_log);
         tunep_cfgpath_pop(path);
     }
     return st;
@@ -565,6 +567,7 @@ void tunep_config_done(struct tunep_config *c)
     tunep_free(c->stop.thresholds);
     tunep_free(c->storage);
     tunep_free(c->json);
+    tunep_free(c->synthetic.answer_log);
     tunep_free(c->bert.train);
     tunep_free(c->bert.dev);
     tunep_free(c->bert.vocab);

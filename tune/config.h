@@ -49,6 +49,7 @@ struct tunep_synthetic_config {
     double noise;       /* sd of the Gaussian noise on val_accuracy; 0.005 */
     int report_true;    /* also report the noise-free "true_accuracy"; 0 */
     int report_loss;    /* also report "val_loss" = 1 - val_accuracy; 0 */
+    char *answer_log;   /* append "trial attempt iteration" per answered report (crash tests) */
 };
 
 struct tunep_threshold {

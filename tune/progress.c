@@ -259,6 +259,7 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
     r->iteration = t->iteration;
     r->time_total_s = t->time_total_s;
     r->start_wall = t->start_time;
+    r->own_strings = 1;
     s->counts[r->status]++;
     r->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *r->values);
     if (!r->values)

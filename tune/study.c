@@ -39,11 +39,11 @@ double tunep_now_wall(void)
 
 /* ---- records ------------------------------------------------------------- */
 
-void tunep_trial_rec_free(struct tunep_trial_rec *r, int own_strings, size_t n_params)
+void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params)
 {
     if (!r)
         return;
-    if (own_strings && r->values)
+    if (r->own_strings && r->values)
         for (size_t i = 0; i < n_params; i++)
             if (r->values[i].type == TUNEP_V_STRING)
                 tunep_free((char *)r->values[i].u.s);
@@ -210,7 +210,7 @@ void tune_study_free(tune_study *s)
     if (!s)
         return;
     for (int64_t i = 0; i < s->n_trials; i++)
-        tunep_trial_rec_free(s->trials[i], s->readonly, s->n_params);
+        tunep_trial_rec_free(s->trials[i], s->n_params);
     tunep_free(s->trials);
     tunep_free(s->retry);
     for (size_t i = 0; i < s->n_metrics; i++)
@@ -236,6 +236,49 @@ tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *
         return TUNE_EINVAL;
     s->fn = fn;
     s->fn_data = user_data;
+    return TUNE_OK;
+}
+
+tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags)
+{
+    if (!s || s->readonly || s->has_run ||
+        (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESTART_ERRORED | TUNE_RESUME_FORCE)))
+        return TUNE_EINVAL;
+    s->resume_flags = flags;
+    return TUNE_OK;
+}
+
+tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
+                              tune_error *err)
+{
+    if (!dir || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "dir and ret_study must not be NULL");
+    char *db = tunep_asprintf("%s/experiment.db", dir);
+    if (!db)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    if (access(db, F_OK) != 0) {
+        tunep_free(db);
+        return tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
+                                  "no experiment here (experiment.db is missing)");
+    }
+    struct tunep_store *store = NULL;
+    struct tunep_store_experiment_row row = {0};
+    tune_study *s = NULL;
+    tune_status st = tunep_store_open(db, 1, &store, err);
+    if (!st)
+        st = tunep_store_read_experiment(store, &row, err);
+    tunep_store_close(store);
+    if (!st)
+        st = study_from_config(row.config_json, strlen(row.config_json), db, NULL, &s, err);
+    if (!st && (tune_study_set_storage(s, dir) || tune_study_set_resume_flags(s, flags)))
+        st = tunep_error_set(err, TUNE_EINVAL, "invalid resume flags");
+    tunep_store_experiment_done(&row);
+    tunep_free(db);
+    if (st) {
+        tune_study_free(s);
+        return st;
+    }
+    *ret_study = s;
     return TUNE_OK;
 }
 
@@ -322,9 +365,8 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
     if (!db)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     if (access(db, F_OK) == 0) {
-        st = tunep_error_set_at(err, TUNE_ESTORE, s->cfg.storage, 0, 0,
-                                "already holds an experiment (choose another --storage or name, "
-                                "or remove the folder)");
+        /* The folder holds this experiment already: continue it (resume.c). */
+        st = tunep_study_resume_store(s, db, err);
         tunep_free(db);
         return st;
     }
@@ -472,7 +514,8 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
         rec->error = tunep_strdup(t->error);
         tunep_log(TUNE_LOG_WARN, "trial %lld attempt %d failed: %s", (long long)rec->id,
                   rec->attempt, t->error);
-        int retries_left = s->cfg.max_failures < 0 || rec->attempt <= s->cfg.max_failures;
+        int retries_left =
+            s->cfg.max_failures < 0 || rec->attempt - rec->failures_base <= s->cfg.max_failures;
         if (retries_left && !atomic_load(&s->stop_requested) && !s->fatal) {
             status = TUNE_TRIAL_PENDING;
             if (s->n_retry == s->cap_retry) {

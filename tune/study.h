@@ -41,6 +41,8 @@ struct tunep_trial_rec {
     double *last;           /* last value per interned metric id; NaN when never reported */
     size_t n_last;
     char *error;            /* last failure, owned */
+    int own_strings;        /* string values are owned (loaded from a store), not the space's */
+    int failures_base;      /* attempts before a resume that retries ERROR trials */
 };
 
 struct tune_trial {
@@ -57,6 +59,7 @@ struct tune_study {
     void *fn_data;
     struct tunep_bert_trainer *bert; /* the bert trainer's shared state, when it is the trainer */
     int readonly;           /* opened from an experiment folder */
+    unsigned resume_flags;  /* TUNE_RESUME_* */
     const char **param_names; /* n_params names: into the space, or owned when readonly */
     size_t n_params;
     int has_run;
@@ -105,8 +108,10 @@ long tunep_study_metric_id(struct tune_study *s, const char *name);
 int64_t tunep_study_best_trial(const struct tune_study *s);
 /* Sets a trial's status and keeps the counts. Lock held. */
 void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st);
-/* Frees a trial record; string values too when they are owned (a study opened from a folder). */
-void tunep_trial_rec_free(struct tunep_trial_rec *r, int own_strings, size_t n_params);
+/* Frees a trial record, and its string values when it owns them. */
+void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
+/* Continues the experiment stored at db (resume.c). Scheduler created, lock not needed. */
+tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err);
 /* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
 tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);
 

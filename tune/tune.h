@@ -414,6 +414,29 @@ TUNE_API tune_status tune_study_new_with_space(const char *json, tune_space *spa
  * @return TUNE_OK, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE, TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error *err);
+/** Flags for resuming an experiment (Ray Tune's Tuner.restore options). */
+enum tune_resume_flags {
+    TUNE_RESUME_ERRORED = 1,  /**< ERROR trials get another max_failures + 1 attempts */
+    TUNE_RESTART_ERRORED = 2, /**< the same: without trainer checkpoints both start them over */
+    TUNE_RESUME_FORCE = 4,    /**< resume even when the config differs from the stored one */
+};
+
+/**
+ * Creates a study that continues the experiment in dir, from the config
+ * stored there (paths in it are relative to the current folder, as when it
+ * ran). tune_study_run() then keeps finished trials, runs interrupted ones
+ * again as new attempts, rebuilds the scheduler from the stored reports, and
+ * draws the remaining trials from the same sequence. A study built with a
+ * space in code resumes by running the same program again instead: running
+ * any study into a folder that holds the same experiment resumes it.
+ * @return TUNE_OK, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE,
+ *         TUNE_ECONFIG (the stored config no longer validates), TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
+                                       tune_error *err);
+/** Sets TUNE_RESUME_* flags for a run into an existing experiment folder. @return TUNE_OK, TUNE_EINVAL. */
+TUNE_API tune_status tune_study_set_resume_flags(tune_study *study, unsigned flags);
+
 /** Frees a study and closes its store (NULL is fine). Not while tune_study_run() runs. */
 TUNE_API void tune_study_free(tune_study *study);
 
@@ -437,7 +460,9 @@ TUNE_API const char *tune_study_name(const tune_study *study);
  * Runs the sweep to the end: creates the experiment folder and store, runs up
  * to max_concurrent_trials trials at once on worker threads, and writes
  * results.csv and progress.csv at the end. A failed trial does not fail the
- * run. Refuses a folder that already holds an experiment.
+ * run. A folder that already holds this experiment is resumed (see
+ * tune_study_resume()); one that holds another config is refused with
+ * TUNE_ECONFIG unless TUNE_RESUME_FORCE is set.
  * @return TUNE_OK; TUNE_EINTERRUPTED after tune_study_request_stop() (the store
  *         is consistent and the CSV files are written); TUNE_ESTORE, TUNE_EIO,
  *         TUNE_ECONFIG (no objective), TUNE_ENOMEM.

@@ -106,9 +106,14 @@ assert set(r["status"]) <= {"TERMINATED", "STOPPED"}
 PY
 fi
 
-# --- refusing to overwrite an experiment ----------------------------------------
-expect_rc 1 "second run into the same folder" "$TUNE" run "$SRC/configs/examples/quickstart.json" --storage "$exp" --quiet
-grep -q "already holds an experiment" "$tmp/err" || fail "overwrite message: $(cat "$tmp/err")"
+# --- running into the same folder resumes; another config is refused ------------
+cp "$res" "$tmp/res_before.csv"
+expect_rc 0 "second run into the same folder resumes" "$TUNE" run "$SRC/configs/examples/quickstart.json" --storage "$exp" --quiet
+cmp -s <(cut -d, -f1-8 "$res") <(cut -d, -f1-8 "$tmp/res_before.csv") && ok "resume of a finished sweep changes nothing" || fail "resume changed results.csv"
+sed 's/"num_samples": 200/"num_samples": 300/' "$SRC/configs/examples/quickstart.json" >"$tmp/q300.json"
+expect_rc 2 "another config into the same folder" "$TUNE" run "$tmp/q300.json" --storage "$exp" --quiet
+grep -q "holds an experiment with another config" "$tmp/err" && ok "refusal message" || fail "refusal message: $(cat "$tmp/err")"
+expect_rc 0 "resume DIR" "$TUNE" resume "$exp" --quiet
 
 # --- bad configs: exit 2, one precise line, nothing written -----------------------
 cat >"$tmp/bad.json" <<'JSON'
@@ -152,6 +157,10 @@ if command -v sqlite3 >/dev/null; then
     [ "$running" = "0" ] && ok "no trial left RUNNING" || fail "$running trials left RUNNING"
 fi
 [ -f "$tmp/sleepy/results.csv" ] && ok "results.csv written after SIGINT" || fail "no results.csv after SIGINT"
+expect_rc 0 "resume after SIGINT" "$TUNE" resume "$tmp/sleepy" --quiet
+rows=$(($(wc -l <"$tmp/sleepy/results.csv") - 1))
+[ "$rows" = 400 ] && ok "resumed sweep has all 400 trials" || fail "resumed sweep has $rows trials"
+grep -qE ',(PENDING|RUNNING|ERROR),' "$tmp/sleepy/results.csv" && fail "unfinished trials after resume" || ok "every trial finished after resume"
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

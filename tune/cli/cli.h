@@ -15,6 +15,7 @@ enum {
 };
 
 int cli_run(int argc, char **argv);
+int cli_resume(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_best(int argc, char **argv);

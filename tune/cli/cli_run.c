@@ -76,47 +76,11 @@ static void show_progress(tune_study *study, int tty, int final)
     fflush(stdout);
 }
 
-int cli_run(int argc, char **argv)
+/* Runs a study with live progress and returns the exit code; frees the study. */
+static int run_study(tune_study *study, int quiet)
 {
-    const char *config = NULL, *storage = NULL;
-    int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            printf("usage: tune run CONFIG [--storage DIR] [--quiet]\n"
-                   "Runs the sweep; results go to DIR (default: the config's storage, or\n"
-                   "tune_results/<name>): experiment.db, results.csv, progress.csv.\n");
-            return CLI_OK;
-        } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
-            quiet = 1;
-        } else if (strcmp(argv[i], "--storage") == 0 && i + 1 < argc) {
-            storage = argv[++i];
-        } else if (strncmp(argv[i], "--storage=", 10) == 0) {
-            storage = argv[i] + 10;
-        } else if (argv[i][0] == '-' || config) {
-            fprintf(stderr, "tune run: unexpected argument '%s' (see tune run --help)\n", argv[i]);
-            return CLI_USAGE;
-        } else {
-            config = argv[i];
-        }
-    }
-    if (!config) {
-        fprintf(stderr, "tune run: missing CONFIG (see tune run --help)\n");
-        return CLI_USAGE;
-    }
-    tune_set_log_callback(log_to_stderr, quiet ? TUNE_LOG_ERROR : TUNE_LOG_WARN, NULL);
-
     struct run_job job = {0};
-    tune_status st = tune_study_new_from_file(config, &job.study, &job.err);
-    if (st) {
-        cli_print_error(&job.err);
-        return cli_exit_code(st);
-    }
-    if (storage && tune_study_set_storage(job.study, storage) != TUNE_OK) {
-        fprintf(stderr, "tune run: invalid --storage\n");
-        tune_study_free(job.study);
-        return CLI_USAGE;
-    }
-
+    job.study = study;
     running_study = job.study;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -175,6 +139,115 @@ int cli_run(int argc, char **argv)
     }
     tune_study_free(job.study);
     return code;
+}
+
+/* Parses --resume-errored, --restart-errored and --force into flags; 1 if argv[i] was one. */
+static int resume_flag(const char *arg, unsigned *flags)
+{
+    if (strcmp(arg, "--resume-errored") == 0)
+        *flags |= TUNE_RESUME_ERRORED;
+    else if (strcmp(arg, "--restart-errored") == 0)
+        *flags |= TUNE_RESTART_ERRORED;
+    else if (strcmp(arg, "--force") == 0)
+        *flags |= TUNE_RESUME_FORCE;
+    else
+        return 0;
+    return 1;
+}
+
+static const char resume_help[] =
+    "If DIR already holds this experiment, the sweep continues: finished trials are\n"
+    "kept, interrupted ones run again, the rest are drawn from the same sequence.\n"
+    "  --resume-errored    give ERROR trials another max_failures + 1 attempts\n"
+    "  --restart-errored   the same, starting them over\n"
+    "  --force             continue even if the config differs from the stored one\n";
+
+int cli_run(int argc, char **argv)
+{
+    const char *config = NULL, *storage = NULL;
+    int quiet = 0;
+    unsigned flags = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume-errored] "
+                   "[--restart-errored] [--force]\n"
+                   "Runs the sweep; results go to DIR (default: the config's storage, or\n"
+                   "tune_results/<name>): experiment.db, results.csv, progress.csv.\n%s",
+                   resume_help);
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+            quiet = 1;
+        } else if (strcmp(argv[i], "--storage") == 0 && i + 1 < argc) {
+            storage = argv[++i];
+        } else if (strncmp(argv[i], "--storage=", 10) == 0) {
+            storage = argv[i] + 10;
+        } else if (resume_flag(argv[i], &flags)) {
+            continue;
+        } else if (argv[i][0] == '-' || config) {
+            fprintf(stderr, "tune run: unexpected argument '%s' (see tune run --help)\n", argv[i]);
+            return CLI_USAGE;
+        } else {
+            config = argv[i];
+        }
+    }
+    if (!config) {
+        fprintf(stderr, "tune run: missing CONFIG (see tune run --help)\n");
+        return CLI_USAGE;
+    }
+    tune_set_log_callback(log_to_stderr, quiet ? TUNE_LOG_ERROR : TUNE_LOG_WARN, NULL);
+
+    tune_study *study = NULL;
+    tune_error err;
+    tune_status st = tune_study_new_from_file(config, &study, &err);
+    if (st) {
+        cli_print_error(&err);
+        return cli_exit_code(st);
+    }
+    if ((storage && tune_study_set_storage(study, storage) != TUNE_OK) ||
+        tune_study_set_resume_flags(study, flags) != TUNE_OK) {
+        fprintf(stderr, "tune run: invalid --storage\n");
+        tune_study_free(study);
+        return CLI_USAGE;
+    }
+    return run_study(study, quiet);
+}
+
+int cli_resume(int argc, char **argv)
+{
+    const char *dir = NULL;
+    int quiet = 0;
+    unsigned flags = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            printf("usage: tune resume DIR [--quiet] [--resume-errored] [--restart-errored]\n"
+                   "Continues the experiment in DIR with the config stored there.\n%s",
+                   resume_help);
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+            quiet = 1;
+        } else if (resume_flag(argv[i], &flags)) {
+            continue;
+        } else if (argv[i][0] == '-' || dir) {
+            fprintf(stderr, "tune resume: unexpected argument '%s' (see tune resume --help)\n",
+                    argv[i]);
+            return CLI_USAGE;
+        } else {
+            dir = argv[i];
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "tune resume: missing DIR (see tune resume --help)\n");
+        return CLI_USAGE;
+    }
+    tune_set_log_callback(log_to_stderr, quiet ? TUNE_LOG_ERROR : TUNE_LOG_WARN, NULL);
+    tune_study *study = NULL;
+    tune_error err;
+    tune_status st = tune_study_resume(dir, flags, &study, &err);
+    if (st) {
+        cli_print_error(&err);
+        return cli_exit_code(st);
+    }
+    return run_study(study, quiet);
 }
 
 int cli_validate(int argc, char **argv)

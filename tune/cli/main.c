@@ -16,6 +16,8 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run CONFIG [--storage DIR] [--quiet]   run a sweep described by a JSON config\n"
+    "                                         (continues it when DIR holds it already)\n"
+    "  resume DIR [--resume-errored]          continue an interrupted sweep\n"
     "  validate CONFIG                        check a config without running anything\n"
     "  status DIR                             counts and best trial of an experiment folder\n"
     "  best DIR                               the best trial as JSON\n"
@@ -100,6 +102,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0)
         return cli_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "resume") == 0)
+        return cli_resume(argc - 1, argv + 1);
     if (strcmp(cmd, "validate") == 0)
         return cli_validate(argc - 1, argv + 1);
     if (strcmp(cmd, "status") == 0)
