@@ -6,6 +6,8 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdatomic.h>
 
 #include "check_util.h"
@@ -396,6 +398,86 @@ START_TEST(interrupted_sweep_resumes)
 }
 END_TEST
 
+/* Trial 1 segfaults on its first attempt, trial 2 hangs, trial 3 aborts; the others report. */
+static tune_status obj_misbehave(tune_trial *t, void *ud)
+{
+    (void)ud;
+    int64_t id = tune_trial_id(t);
+    if (id == 1 && tune_trial_attempt(t) == 1) {
+        tune_trial_report_metric(t, "score", 5.0);
+        raise(SIGSEGV);
+    }
+    if (id == 2)
+        sleep(100);
+    if (id == 3)
+        abort();
+    for (int i = 0; i < 3; i++)
+        if (tune_trial_report_metric(t, "score", (double)id + i) != TUNE_OK)
+            return TUNE_OK;
+    return TUNE_OK;
+}
+
+START_TEST(process_isolation_contains_crashes_and_hangs)
+{
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 6, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 3,"
+                               " \"max_failures\": 1, \"isolation\": \"process\","
+                               " \"trial_timeout_s\": 0.5}");
+    tune_study_set_objective(s, obj_misbehave, NULL);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    /* 0, 1 (second attempt), 4, 5 finish; 2 (timeout) and 3 (abort) fail twice each. */
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 4);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 2);
+    char *text = NULL;
+    ck_assert_int_eq(tune_study_progress_text(s, 10, &text, NULL), TUNE_OK);
+    ck_assert_msg(strstr(text, "ERROR trial 2 (attempt 2): timed out after 0.5 s") != NULL, "%s",
+                  text);
+    ck_assert_msg(strstr(text, "ERROR trial 3 (attempt 2): trial process killed by signal 6") !=
+                      NULL,
+                  "%s", text);
+    tune_free(text);
+    char *best = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &best, NULL), TUNE_OK);
+    ck_assert_msg(strstr(best, "\"trial_id\":5") && strstr(best, "\"training_iteration\":3"),
+                  "%s", best);
+    tune_free(best);
+    tune_study_free(s);
+}
+END_TEST
+
+/* Reports every 0.1 s: past a 0.25 s timeout the next report ends the attempt. */
+static tune_status obj_slow(tune_trial *t, void *ud)
+{
+    (void)ud;
+    for (int i = 0; i < 20; i++) {
+        usleep(100000);
+        if (tune_trial_report_metric(t, "score", i) != TUNE_OK)
+            return TUNE_OK;
+    }
+    return TUNE_OK;
+}
+
+START_TEST(thread_timeout_at_next_report)
+{
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 2, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 2,"
+                               " \"trial_timeout_s\": 0.25}");
+    tune_study_set_objective(s, obj_slow, NULL);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 2);
+    char *text = NULL;
+    ck_assert_int_eq(tune_study_progress_text(s, 10, &text, NULL), TUNE_OK);
+    ck_assert_msg(strstr(text, "timed out after 0.25 s (trial_timeout_s)") != NULL, "%s", text);
+    tune_free(text);
+    tune_study_free(s);
+}
+END_TEST
+
 START_TEST(no_objective_is_a_config_error)
 {
     tune_study *s = study_from("{\"storage\": \":memory:\"}");
@@ -421,6 +503,8 @@ static Suite *study_suite(void)
     tcase_add_test(tc, store_run_reopened);
     tcase_add_test(tc, no_objective_is_a_config_error);
     tcase_add_test(tc, interrupted_sweep_resumes);
+    tcase_add_test(tc, process_isolation_contains_crashes_and_hangs);
+    tcase_add_test(tc, thread_timeout_at_next_report);
     suite_add_tcase(s, tc);
     return s;
 }

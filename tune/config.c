@@ -458,6 +458,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     static const char *const known[] = {
         "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
         "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
+        "isolation", "trial_timeout_s",
     };
     struct tunep_cfgpath path = {.depth = 0};
     if (!json_is_object(root))
@@ -499,6 +500,15 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
             int64_t n = 0;
             st = want_int(ctx, &path, v, -1, 1000000, &n);
             c->max_failures = (int)n;
+        } else if (strcmp(key, "isolation") == 0) {
+            if (json_is_string(v) && strcmp(json_string_value(v), "thread") == 0)
+                c->isolation_process = 0;
+            else if (json_is_string(v) && strcmp(json_string_value(v), "process") == 0)
+                c->isolation_process = 1;
+            else
+                st = tunep_cfg_error(ctx, &path, 0, "expected \"thread\" or \"process\"");
+        } else if (strcmp(key, "trial_timeout_s") == 0) {
+            st = want_number(ctx, &path, v, 1e-3, 1e9, &c->trial_timeout_s);
         } else if (strcmp(key, "storage") == 0) {
             st = want_string(ctx, &path, v, 4000, &c->storage);
         } else if (strcmp(key, "search") == 0) {

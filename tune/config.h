@@ -81,6 +81,8 @@ struct tunep_config {
     struct tunep_bert_trainer_config bert;
     struct tunep_stop_config stop;
     char *storage;                /* experiment folder or ":memory:" */
+    int isolation_process;        /* "isolation": "process": each trial in a child process */
+    double trial_timeout_s;       /* 0: none */
     char *json;                   /* the config as given, compact, for the store */
 };
 

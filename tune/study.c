@@ -502,11 +502,14 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
     const char *error = NULL;
     if (t->end == TUNEP_END_INTERRUPTED) {
         status = TUNE_TRIAL_PENDING;
+    } else if (t->timed_out) {
+        goto failed;
     } else if (t->end == TUNEP_END_STOPPED) {
         status = TUNE_TRIAL_STOPPED;
     } else if (t->end == TUNEP_END_TERMINATED || ret == TUNE_OK || ret == TUNE_ESTOP) {
         status = TUNE_TRIAL_TERMINATED;
     } else {
+    failed:
         if (!t->error[0])
             snprintf(t->error, sizeof t->error, "objective returned %s", tune_strerror(ret));
         error = t->error;
@@ -608,8 +611,10 @@ static void *worker_main(void *arg)
             break;
         struct tune_trial t = {.study = s, .rec = rec, .end = TUNEP_END_NONE};
         t.t0 = tunep_now_monotonic();
+        t.ipc_req = t.ipc_resp = -1;
         pthread_mutex_unlock(&s->lock);
-        tune_status ret = s->fn(&t, s->fn_data);
+        tune_status ret = s->cfg.isolation_process ? tunep_run_isolated(s, &t)
+                                                   : s->fn(&t, s->fn_data);
         pthread_mutex_lock(&s->lock);
         finish_trial(s, &t, ret);
     }

@@ -50,8 +50,20 @@ struct tune_trial {
     struct tunep_trial_rec *rec;
     double t0;              /* monotonic time the attempt started */
     enum tunep_end_reason end;
+    int timed_out;          /* ran past trial_timeout_s: the attempt fails */
+    int ipc_req, ipc_resp;  /* in an isolated child: pipes to the controller; else -1 */
     char error[512];
 };
+
+/*
+ * Runs the objective in a child process (isolate.c): reports travel over a
+ * pipe to this thread, which answers them through the normal report path; a
+ * crash or a timeout costs only this attempt. Lock not held.
+ */
+tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t);
+/* In the child: sends a report to the controller and returns its answer. */
+tune_status tunep_ipc_report(struct tune_trial *t, size_t n, const char *const *names,
+                             const double *values);
 
 struct tune_study {
     struct tunep_config cfg;

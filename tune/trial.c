@@ -257,6 +257,8 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
             strcmp(names[i], "trial_id") == 0 || strcmp(names[i], "status") == 0)
             return TUNE_EINVAL;
     }
+    if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
+        return tunep_ipc_report(t, n, names, values);
     struct tune_study *s = t->study;
     struct tunep_trial_rec *rec = t->rec;
     tune_status ret = TUNE_OK;
@@ -308,7 +310,13 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
     }
 
     enum tunep_end_reason end = TUNEP_END_NONE;
-    if (atomic_load(&s->stop_requested)) {
+    if (s->cfg.trial_timeout_s > 0 && rec->time_total_s > s->cfg.trial_timeout_s) {
+        /* In a thread a hung objective cannot be stopped, but a slow one is at its next report. */
+        snprintf(t->error, sizeof t->error, "timed out after %g s (trial_timeout_s)",
+                 s->cfg.trial_timeout_s);
+        t->timed_out = 1;
+        end = TUNEP_END_STOPPED;
+    } else if (atomic_load(&s->stop_requested)) {
         end = TUNEP_END_INTERRUPTED;
     } else {
         int has_t = time_value(s, t, n, names, values, &tv);
