@@ -82,7 +82,7 @@ int main(int argc, char **argv)
              " \"n\": {\"randint\": [1, 65]}}}",
              trials, concurrency);
     tune_study *s = NULL;
-    tune_error err;
+    tune_error err = {.text = "invalid storage or objective"};
     double t0 = now();
     if (tune_study_new_from_json(json, "overhead", &s, &err) ||
         tune_study_set_storage(s, storage) || tune_study_set_objective(s, trivial, NULL)) {

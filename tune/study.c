@@ -367,8 +367,13 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
     if (access(db, F_OK) == 0) {
         /* The folder holds this experiment already: continue it (resume.c). */
         st = tunep_study_resume_store(s, db, err);
-        tunep_free(db);
-        return st;
+        if (st != TUNE_ENOTFOUND) {
+            tunep_free(db);
+            return st;
+        }
+        /* An experiment.db without an experiment: a run killed while creating it. */
+        tunep_store_close(s->store);
+        s->store = NULL;
     }
     struct tunep_store_experiment exp = {
         .name = s->cfg.name,

@@ -22,11 +22,8 @@ exp="$tmp/exp"
 RANDOM=42
 kills=0
 for i in $(seq 20); do
-    if [ -f "$exp/experiment.db" ]; then
-        "$TUNE" resume "$exp" --quiet >/dev/null 2>"$tmp/err" &
-    else
-        "$TUNE" run "$tmp/c.json" --storage "$exp" --quiet >/dev/null 2>"$tmp/err" &
-    fi
+    # `tune run` into the folder resumes it, also when a kill came while it was being created.
+    "$TUNE" run "$tmp/c.json" --storage "$exp" --quiet >/dev/null 2>"$tmp/err" &
     pid=$!
     sleep "0.$((RANDOM % 4 + 1))$((RANDOM % 10))"
     if kill -KILL $pid 2>/dev/null; then kills=$((kills + 1)); fi
