@@ -33,6 +33,10 @@ const char *tunep_trainer_name(enum tunep_trainer_type t)
 
 tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return tunep_error_set_at(err, TUNE_ECONFIG, path, 0, 0,
+                                  "is a folder (expected a JSON config file)");
     FILE *f = fopen(path, "rb");
     if (!f)
         return tunep_error_set_at(err, errno == ENOENT ? TUNE_ENOTFOUND : TUNE_EIO, path, 0, 0,
@@ -417,6 +421,13 @@ static tune_status parse_stop(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
                    strlen(key) > TUNEP_MAX_METRIC_NAME) {
             st = tunep_cfg_error(ctx, path, 1,
                                  "expected training_iteration, time_budget_s or a metric name");
+        } else if (edit_distance(key, "training_iteration") <= 2 ||
+                   edit_distance(key, "time_budget_s") <= 2) {
+            /* Any other name is a metric threshold, so a typo would never stop anything. */
+            st = tunep_cfg_error(ctx, path, 1, "unknown stop key (did you mean '%s'?)",
+                                 edit_distance(key, "training_iteration") <= 2
+                                     ? "training_iteration"
+                                     : "time_budget_s");
         } else {
             double x = 0;
             st = want_number(ctx, path, v, -HUGE_VAL, HUGE_VAL, &x);

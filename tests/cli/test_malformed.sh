@@ -9,6 +9,8 @@ set -u
 TUNE=$1
 SRC=$2
 CASES="$SRC/tests/malformed"
+[ -x "$TUNE" ] || { echo "FAIL: no tune binary at $TUNE"; exit 1; }
+[ -f "$CASES/cases.txt" ] || { echo "FAIL: no $CASES/cases.txt"; exit 1; }
 tmp=$(mktemp -d /tmp/tune-malformed-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fails=0

@@ -115,7 +115,7 @@ static int run_study(tune_study *study, int quiet)
     signal(SIGTERM, SIG_DFL);
 
     int code = CLI_OK;
-    if (!quiet)
+    if (!quiet && (job.st == TUNE_OK || job.st == TUNE_EINTERRUPTED))
         show_progress(job.study, tty, 1);
     if (job.st) {
         cli_print_error(&job.err);
@@ -128,7 +128,9 @@ static int run_study(tune_study *study, int quiet)
                 (long long)c[TUNE_TRIAL_ERROR]);
         code = CLI_FAILED;
     }
-    if (!quiet) {
+    /* Results exist after a finished or interrupted run, not after one that failed to start. */
+    int wrote = job.st == TUNE_OK || job.st == TUNE_EINTERRUPTED;
+    if (!quiet && wrote) {
         char *best = NULL;
         if (tune_study_best_json(job.study, &best, NULL) == TUNE_OK)
             printf("best: %s\n", best);
