@@ -62,12 +62,15 @@ static tune_status obj_always_fail(tune_trial *t, void *ud)
     return TUNE_EIO;
 }
 
+/* Odd trials report NaN; trials 2 and 6 never report the metric; the others 1 + id. */
 static tune_status obj_nan_for_odd(tune_trial *t, void *ud)
 {
     (void)ud;
-    double v = (tune_trial_id(t) % 2) ? (double)NAN : 1.0 + (double)tune_trial_id(t);
+    int64_t id = tune_trial_id(t);
+    double v = (id % 2) ? (double)NAN : 1.0 + (double)id;
     for (int i = 0; i < 4; i++) {
-        tune_status st = tune_trial_report_metric(t, "score", v);
+        tune_status st = (id == 2 || id == 6) ? tune_trial_report_metric(t, "other", 1.0)
+                                              : tune_trial_report_metric(t, "score", v);
         if (st == TUNE_ESTOP)
             return TUNE_OK;
     }
@@ -135,8 +138,16 @@ START_TEST(nan_is_worst_and_never_best)
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
-    /* Every odd (NaN) trial comes after trial 0 reported 1.0 at rung 1: all stopped there. */
-    ck_assert_int_ge(c[TUNE_TRIAL_STOPPED], 5);
+    /* A NaN ends the attempt as an error with its reason (no retries: max_failures 0);
+     * a missing metric is the worst value, below trial 0's 1.0 at rung 1: stopped there. */
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 5);
+    ck_assert_int_eq(c[TUNE_TRIAL_STOPPED], 2);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 3);
+    char *text = NULL;
+    ck_assert_int_eq(tune_study_progress_text(s, 5, &text, NULL), TUNE_OK);
+    ck_assert_msg(strstr(text, "ERROR trial 9 (attempt 1): reported score = nan at iteration 1"),
+                  "%s", text);
+    tune_free(text);
     char *best = NULL;
     ck_assert_int_eq(tune_study_best_json(s, &best, NULL), TUNE_OK);
     ck_assert_msg(strstr(best, "\"trial_id\":8") != NULL, "best: %s", best);

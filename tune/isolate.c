@@ -240,7 +240,7 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
     if (killed_for_time) {
         snprintf(t->error, sizeof t->error, "timed out after %g s (trial_timeout_s)",
                  s->cfg.trial_timeout_s);
-        t->timed_out = 1;
+        t->fail_now = 1;
         return TUNE_EFAILED;
     }
     if (!done)

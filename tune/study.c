@@ -507,7 +507,7 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
     const char *error = NULL;
     if (t->end == TUNEP_END_INTERRUPTED) {
         status = TUNE_TRIAL_PENDING;
-    } else if (t->timed_out) {
+    } else if (t->fail_now) {
         goto failed;
     } else if (t->end == TUNEP_END_STOPPED) {
         status = TUNE_TRIAL_STOPPED;

@@ -50,7 +50,7 @@ struct tune_trial {
     struct tunep_trial_rec *rec;
     double t0;              /* monotonic time the attempt started */
     enum tunep_end_reason end;
-    int timed_out;          /* ran past trial_timeout_s: the attempt fails */
+    int fail_now;           /* timed out or reported a non-finite metric: the attempt fails */
     int ipc_req, ipc_resp;  /* in an isolated child: pipes to the controller; else -1 */
     char error[512];
 };

@@ -182,6 +182,17 @@ static int time_value(const struct tune_study *s, const struct tune_trial *t, si
     return 0;
 }
 
+/* The main metric's value in this report (the last one when repeated). */
+static double main_value(const struct tune_study *s, size_t n, const char *const *names,
+                         const double *values)
+{
+    double v = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s->cfg.metric) == 0)
+            v = values[i];
+    return v;
+}
+
 /* The stop conditions of the config; the end reason or NONE. Lock held. */
 static enum tunep_end_reason check_stop(struct tune_study *s, const struct tune_trial *t, size_t n,
                                         const char *const *names, const double *values)
@@ -301,20 +312,27 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
                 score = s->sign * values[i];
         }
     }
-    if (!found || score == -HUGE_VAL) {
-        if (s->n_warned_nan++ < 20)
-            tunep_log(TUNE_LOG_WARN,
-                      "trial %lld iteration %lld: metric '%s' is %s; counted as the worst value",
-                      (long long)rec->id, (long long)rec->iteration, s->cfg.metric,
-                      found ? "not finite" : "missing");
-    }
+    if (!found && s->n_warned_nan++ < 20)
+        tunep_log(TUNE_LOG_WARN,
+                  "trial %lld iteration %lld: metric '%s' is missing; counted as the worst value",
+                  (long long)rec->id, (long long)rec->iteration, s->cfg.metric);
 
     enum tunep_end_reason end = TUNEP_END_NONE;
-    if (s->cfg.trial_timeout_s > 0 && rec->time_total_s > s->cfg.trial_timeout_s) {
+    double bad_value = 0;
+    if (found && score == -HUGE_VAL && !isfinite(bad_value = main_value(s, n, names, values))) {
+        /* A diverged run: the attempt fails with its reason (the scheduler saw the worst value). */
+        char num[32];
+        tunep_format_double(num, sizeof num, bad_value);
+        snprintf(t->error, sizeof t->error, "reported %s = %s at iteration %lld", s->cfg.metric,
+                 num, (long long)rec->iteration);
+        t->fail_now = 1;
+        end = TUNEP_END_STOPPED;
+        (void)tunep_scheduler_on_result(s->sched, rec->id, 0, 0, -HUGE_VAL);
+    } else if (s->cfg.trial_timeout_s > 0 && rec->time_total_s > s->cfg.trial_timeout_s) {
         /* In a thread a hung objective cannot be stopped, but a slow one is at its next report. */
         snprintf(t->error, sizeof t->error, "timed out after %g s (trial_timeout_s)",
                  s->cfg.trial_timeout_s);
-        t->timed_out = 1;
+        t->fail_now = 1;
         end = TUNEP_END_STOPPED;
     } else if (atomic_load(&s->stop_requested)) {
         end = TUNEP_END_INTERRUPTED;

@@ -368,8 +368,10 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
  * Reports n metrics for the next training iteration (1, 2, 3 ... per attempt).
  * training_iteration and time_total_s are filled in by the engine; those
  * names, trial_id and status are reserved (TUNE_EINVAL).
- * The report is in the store before this returns. A NaN, an infinity or a
- * missing main metric counts as the worst value for the scheduler (logged).
+ * The report is in the store before this returns. A missing main metric
+ * counts as the worst value for the scheduler (logged); a NaN or infinite
+ * one also fails the attempt ("reported <metric> = nan at iteration N"),
+ * which is retried up to max_failures: the answer is then TUNE_ESTOP.
  * @return TUNE_OK to go on; TUNE_ESTOP when the trial must stop now (the
  *         scheduler stopped it, it reached max_t or a stop condition, or the
  *         study is stopping); TUNE_EINVAL for bad arguments; TUNE_ESTORE when
