@@ -49,11 +49,11 @@
 #include "models/cpu/cpu_backend.h"
 #include "models/cpu/cpu_matmul.h"
 
-#define VOCAB      30522
-#define MAX_POS    512
-#define LABELS     2
-#define MAX_STEPS  1000
-#define MAX_SLOTS  128
+#define VOCAB     30522
+#define MAX_POS   512
+#define LABELS    2
+#define MAX_STEPS 1000
+#define MAX_SLOTS 128
 
 static double now(void)
 {
@@ -87,8 +87,8 @@ static double min_of(const double *xs, int n)
 /* The thread/BLAS environment, which changes these figures a lot. */
 static void print_env(void)
 {
-    static const char *const keys[] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                                       "OMP_WAIT_POLICY", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"};
+    static const char *const keys[] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                                       "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"};
     printf("\"env\": {");
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = getenv(keys[i]);
@@ -116,8 +116,8 @@ static int cpu_sample(double *ret_busy_s, double *ret_self_s)
 {
     unsigned long long v[8];
     FILE *f = fopen("/proc/stat", "r");
-    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                       &v[3], &v[4], &v[5], &v[6], &v[7])
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                       &v[4], &v[5], &v[6], &v[7])
               : 0;
     if (f)
         fclose(f);
@@ -196,7 +196,8 @@ static tune_status t_embed_fwd(void *ctx, float *out, const int32_t *ids, const 
                                const float *wte, const float *wpe, const float *wtt, int B, int T,
                                int C)
 {
-    TIMED("embed_fwd", "", 0.0, timing.real->embed_fwd(ctx, out, ids, types, wte, wpe, wtt, B, T, C));
+    TIMED("embed_fwd", "", 0.0,
+          timing.real->embed_fwd(ctx, out, ids, types, wte, wpe, wtt, B, T, C));
 }
 
 static tune_status t_embed_bwd(void *ctx, float *dwte, float *dwpe, float *dwtt, const float *dout,
@@ -258,17 +259,16 @@ static tune_status t_attention_fwd(void *ctx, float *out, float *att, float *att
 }
 
 static tune_status t_attention_bwd(void *ctx, float *dq, float *dk, float *dv, float *dpreatt,
-                                   float *datt, float *datt_drop, const float *dout,
-                                   const float *q, const float *k, const float *v,
-                                   const float *att, const float *att_drop, const int32_t *mask,
-                                   int B, int T, int C, int NH, double p, uint64_t seed,
-                                   uint64_t stream)
+                                   float *datt, float *datt_drop, const float *dout, const float *q,
+                                   const float *k, const float *v, const float *att,
+                                   const float *att_drop, const int32_t *mask, int B, int T, int C,
+                                   int NH, double p, uint64_t seed, uint64_t stream)
 {
     char shape[48];
     snprintf(shape, sizeof shape, "B%d T%d C%d NH%d", B, T, C, NH);
     TIMED("attention_bwd", shape, 8.0 * B * T * T * C,
-          timing.real->attention_bwd(ctx, dq, dk, dv, dpreatt, datt, datt_drop, dout, q, k, v,
-                                     att, att_drop, mask, B, T, C, NH, p, seed, stream));
+          timing.real->attention_bwd(ctx, dq, dk, dv, dpreatt, datt, datt_drop, dout, q, k, v, att,
+                                     att_drop, mask, B, T, C, NH, p, seed, stream));
 }
 
 static tune_status t_gelu_fwd(void *ctx, float *out, const float *inp, size_t n)
@@ -276,8 +276,7 @@ static tune_status t_gelu_fwd(void *ctx, float *out, const float *inp, size_t n)
     TIMED("gelu_fwd", "", 0.0, timing.real->gelu_fwd(ctx, out, inp, n));
 }
 
-static tune_status t_gelu_bwd(void *ctx, float *dinp, const float *dout, const float *inp,
-                              size_t n)
+static tune_status t_gelu_bwd(void *ctx, float *dinp, const float *dout, const float *inp, size_t n)
 {
     TIMED("gelu_bwd", "", 0.0, timing.real->gelu_bwd(ctx, dinp, dout, inp, n));
 }
@@ -296,8 +295,8 @@ static tune_status t_softmax_xent_bwd(void *ctx, float *dlogits, const float *dl
           timing.real->softmax_xent_bwd(ctx, dlogits, dlosses, probs, labels, B, K));
 }
 
-static tune_status t_pooler_fwd(void *ctx, float *out, float *pre, const float *inp,
-                                const float *w, const float *b, int B, int T, int C)
+static tune_status t_pooler_fwd(void *ctx, float *out, float *pre, const float *inp, const float *w,
+                                const float *b, int B, int T, int C)
 {
     TIMED("pooler_fwd", "", 2.0 * B * C * C,
           timing.real->pooler_fwd(ctx, out, pre, inp, w, b, B, T, C));
@@ -392,7 +391,7 @@ struct named_config {
 };
 
 static const struct named_config configs[] = {
-    {"tiny", 2, 128, 2, 512},  {"mini", 4, 256, 4, 1024},   {"small", 4, 512, 8, 2048},
+    {"tiny", 2, 128, 2, 512},    {"mini", 4, 256, 4, 1024},   {"small", 4, 512, 8, 2048},
     {"medium", 8, 512, 8, 2048}, {"base", 12, 768, 12, 3072},
 };
 
@@ -427,7 +426,6 @@ static void print_breakdown(double step_s_total, int steps, int B, int T, int C,
             const struct slot *s = &timing.slots[i];
             if ((int)s->phase != ph)
                 continue;
-            /* matmul_fwd/bwd also call memzero-free code only; memzero is timed apart */
             accounted += s->seconds;
             printf("%s{\"phase\": \"%s\", \"kernel\": \"%s\", \"shape\": \"%s\", \"role\": \"%s\", "
                    "\"calls_per_step\": %.1f, \"ms_per_step\": %.3f, \"share\": %.4f",

@@ -103,10 +103,10 @@ static double proc_status_mb(const char *key)
 {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f)
-        return NAN;
+        return (double)NAN;
     char line[256];
     size_t klen = strlen(key);
-    double mb = NAN;
+    double mb = (double)NAN;
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
             mb = strtod(line + klen + 1, NULL) / 1024.0;
@@ -330,10 +330,10 @@ int main(int argc, char **argv)
     struct sampler sp = {.study = s,
                          .baseline_trials = baseline_trials,
                          .rss_peak_mb = rss_start,
-                         .rss_base_mb = NAN,
-                         .t_base = NAN,
+                         .rss_base_mb = (double)NAN,
+                         .t_base = (double)NAN,
                          .trials = trials,
-                         .t_all_ended = NAN};
+                         .t_all_ended = (double)NAN};
     if (rss_log && !(sp.log = fopen(rss_log, "w")))
         fprintf(stderr, "load: %s: %s (no RSS log)\n", rss_log, strerror(errno));
     if (sp.log)

@@ -27,6 +27,11 @@
 # PLAN=FILE: one job per line, "setting size engine reps steps warmup", engine
 #   tune | torch-nt1 | torch-default; lines run in file order each repetition.
 #
+# Shared machines: before each job the script waits up to IDLE_WAIT (20) s
+# for other processes to use at most BUSY_MAX (0.15) cores, and re-runs a job
+# during which they used more, up to RETRIES (1) times; the summary keeps the
+# least disturbed attempt. IDLE_WAIT=0 RETRIES=0 turns this off.
+#
 # Usage: bench/run_bert.sh [BUILD_DIR]     (default BUILD_DIR: build)
 # Other knobs: THREADS (2), PYTHON (/usr/bin/python3: Debian's, which has
 # python3-torch), NO_TORCH=1. Writes bench/out/bert-<UTC time>.jsonl and prints
@@ -36,7 +41,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 exe=$build/bench/bench_bert_step
-[ -d "$build" ] || { echo "build first: meson setup $build -Dbuildtype=release && ninja -C $build" >&2; exit 2; }
+if [ ! -d "$build" ]; then
+    echo "build first: meson setup $build -Dbuildtype=release && ninja -C $build" >&2
+    exit 2
+fi
 ninja -C "$build" bench/bench_bert_step >/dev/null
 peers=../shared/bench/peers
 py=${PYTHON:-/usr/bin/python3}
@@ -44,6 +52,9 @@ reps=${REPS:-3}
 reps_small=${REPS_SMALL:-1}
 threads=${THREADS:-2}
 plan=${PLAN:-quick}
+idle_wait=${IDLE_WAIT:-20}
+busy_max=${BUSY_MAX:-0.15}
+retries=${RETRIES:-1}
 mkdir -p bench/out
 out=bench/out/bert-$(date -u +%Y%m%dT%H%M%SZ).jsonl
 tmp=$(mktemp -d /tmp/tune-bench-bert-XXXXXX)
@@ -140,20 +151,74 @@ PY
 
 clean_env=(env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS -u OMP_WAIT_POLICY -u OPENBLAS_L2_SIZE)
 
-# tag SETTING TORCH_ENV REP: prefixes each JSON line with the run's labels.
+# tag SETTING TORCH_ENV REP ATTEMPT: prefixes each JSON line with the run's labels.
 tag() {
-    sed "s/^{/{\"setting\": \"$1\", \"torch_env\": \"$2\", \"rep\": $3, /"
+    sed "s/^{/{\"setting\": \"$1\", \"torch_env\": \"$2\", \"rep\": $3, \"attempt\": $4, /"
 }
 
 lscpu_field() { lscpu | sed -n "s/^$1:[[:space:]]*//p" | head -n1; }
 buildtype=$("$py" -c 'import json, sys
 print(next((o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "buildtype"), "?"))' \
     "$build/meson-info/intro-buildoptions.json" 2>/dev/null || echo "?")
-printf '{"bench": "run_info", "date": "%s", "cpu": "%s (family %s model %s)", "nproc": %s, "kernel": "%s", "commit": "%s", "buildtype": "%s", "cc": "%s", "plan": "%s", "threads": %s, "torch": %s, "OPENBLAS_CORETYPE_in_env": "%s"}\n' \
+fmt='{"bench": "run_info", "date": "%s", "cpu": "%s (family %s model %s)", "nproc": %s, '
+fmt+='"kernel": "%s", "commit": "%s", "buildtype": "%s", "cc": "%s", "plan": "%s", '
+fmt+='"threads": %s, "torch": %s, "OPENBLAS_CORETYPE_in_env": "%s"}\n'
+printf "$fmt" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(lscpu_field 'Model name')" "$(lscpu_field 'CPU family')" \
     "$(lscpu_field Model)" "$(nproc)" "$(uname -r)" \
     "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$buildtype" \
     "$(cc --version | head -n1)" "$plan" "$threads" "$torch" "${OPENBLAS_CORETYPE-}" >>"$out"
+
+# Cores' worth of CPU busy over one second (all processes, steal included).
+busy_cores() {
+    local a b
+    a=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat)
+    awk -v d="$((b - a))" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", d / hz }'
+}
+
+# Waits up to IDLE_WAIT seconds for the machine to be idle before a job.
+wait_idle() {
+    local t0 b
+    t0=$(date +%s)
+    while [ $(($(date +%s) - t0)) -lt "$idle_wait" ]; do
+        b=$(busy_cores)
+        awk -v b="$b" -v m="$busy_max" 'BEGIN { exit !(b <= m) }' && return 0
+    done
+    [ "$idle_wait" = 0 ] || echo "   machine still busy after ${idle_wait} s; running anyway" >&2
+}
+
+# run_job SETTING REP SIZE ENGINE STEPS WARMUP: one job, its JSON lines tagged
+# and appended to $out. A job that other processes disturbed (foreign_cpu >
+# BUSY_MAX) is run again, up to RETRIES times; every attempt is kept, tagged
+# with its number, and the summary uses the least disturbed one.
+run_job() {
+    local ct=$1 rep=$2 size=$3 eng=$4 steps=$5 warmup=$6 attempt te fc
+    for attempt in $(seq $((retries + 1))); do
+        wait_idle
+        : >"$tmp/line"
+        if [ "$eng" = tune ]; then
+            te=""
+            "${clean_env[@]}" "${core_env[@]}" "$exe" --config "$size" --threads "$threads" \
+                --steps "$steps" --warmup "$warmup" </dev/null 2>&1 >"$tmp/line" \
+                | grep -v "uses its 'Prescott' kernels" >&2 || true
+        else
+            te=${eng#torch-}
+            local extra=()
+            [ "$te" = default ] || extra=(OPENBLAS_NUM_THREADS=1)
+            "${clean_env[@]}" "${core_env[@]}" "${extra[@]}" "$py" "$tmp/torch_wrap.py" \
+                "$peers/torch_bert_step.py" --configs "$size" --no-eval --threads "$threads" \
+                --steps "$steps" --warmup "$warmup" </dev/null >"$tmp/line" 2>/dev/null \
+                || echo "   torch failed" >&2
+        fi
+        tag "$ct" "$te" "$rep" "$attempt" <"$tmp/line" >>"$out"
+        fc=$(sed -n 's/.*"foreign_cpu": \(-\{0,1\}[0-9.]*\).*/\1/p' "$tmp/line" | tail -n1)
+        [ -n "$fc" ] || return 0
+        awk -v f="$fc" -v m="$busy_max" 'BEGIN { exit !(f > m) }' || return 0
+        echo "   (other processes used $fc cores during the run)" >&2
+    done
+}
 
 settings=$(awk '!seen[$1]++ { print $1 }' "$tmp/plan")
 maxrep=$(awk 'BEGIN { m = 0 } $4 > m { m = $4 } END { print m }' "$tmp/plan")
@@ -163,30 +228,19 @@ for rep in $(seq "$maxrep"); do
         awk -v s="$ct" -v r="$rep" '$1 == s && $4 >= r' "$tmp/plan" >"$tmp/jobs"
         [ -s "$tmp/jobs" ] || continue
         if [ "$ct" = asis ]; then
-            if [ -n "${OPENBLAS_CORETYPE+x}" ]; then core_env=(OPENBLAS_CORETYPE="$OPENBLAS_CORETYPE"); else core_env=(-u OPENBLAS_CORETYPE); fi
+            core_env=(-u OPENBLAS_CORETYPE)
+            [ -z "${OPENBLAS_CORETYPE+x}" ] || core_env=(OPENBLAS_CORETYPE="$OPENBLAS_CORETYPE")
         else
             core_env=(OPENBLAS_CORETYPE="$ct")
         fi
         echo "== $ct, repetition $rep ($(($(date +%s) - t_start)) s)" >&2
+        wait_idle
         "${clean_env[@]}" "${core_env[@]}" "$exe" --sgemm 1024,2048 --threads "$threads" \
-            </dev/null | tag "$ct" "" "$rep" >>"$out" || echo "   sgemm failed" >&2
+            </dev/null 2>/dev/null | tag "$ct" "" "$rep" 1 >>"$out" || echo "   sgemm failed" >&2
         while read -r _ size eng _ steps warmup; do
+            [ "$eng" = tune ] || [ $torch = 1 ] || continue
             echo "   $size: $eng" >&2
-            if [ "$eng" = tune ]; then
-                "${clean_env[@]}" "${core_env[@]}" "$exe" --config "$size" --threads "$threads" \
-                    --steps "$steps" --warmup "$warmup" </dev/null 2>&1 >"$tmp/line" \
-                    | grep -v "uses its 'Prescott' kernels" >&2 || true
-                tag "$ct" "" "$rep" <"$tmp/line" >>"$out"
-                continue
-            fi
-            [ $torch = 1 ] || continue
-            te=${eng#torch-}
-            extra=()
-            [ "$te" = default ] || extra=(OPENBLAS_NUM_THREADS=1)
-            "${clean_env[@]}" "${core_env[@]}" "${extra[@]}" "$py" "$tmp/torch_wrap.py" \
-                "$peers/torch_bert_step.py" --configs "$size" --no-eval --threads "$threads" \
-                --steps "$steps" --warmup "$warmup" </dev/null 2>/dev/null \
-                | tag "$ct" "$te" "$rep" >>"$out" || echo "   torch failed" >&2
+            run_job "$ct" "$rep" "$size" "$eng" "$steps" "$warmup" </dev/null
         done <"$tmp/jobs"
     done
 done

@@ -372,7 +372,7 @@ START_TEST(interrupted_sweep_resumes)
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
     int64_t done_before = c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED];
-    ck_assert_int_ge(done_before, 10);
+    ck_assert_int_ge(done_before, 8); /* trials 0..7 are sure to have ended; 3 run at once */
     ck_assert_int_lt(done_before, 30);
     tune_study_free(s);
 

@@ -85,6 +85,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -222,6 +223,13 @@ static tune_status TUNEP_PRINTF(3, 4)
     char msg[256], what[256];
     va_list ap;
     snprintf(msg, sizeof msg, "%s", st->db ? sqlite3_errmsg(st->db) : "out of memory");
+    /* "disk I/O error" alone hides ENOSPC, EROFS, EIO: the system's errno says which. */
+    int code = st->db ? sqlite3_errcode(st->db) & 0xff : 0;
+    int sys = st->db ? sqlite3_system_errno(st->db) : 0;
+    if ((code == SQLITE_IOERR || code == SQLITE_CANTOPEN) && sys != 0) {
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof msg - n, " (%s)", strerror(sys));
+    }
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
@@ -764,6 +772,81 @@ fail:
     return rs;
 }
 
+/*
+ * TUNE_ESTORE when the database or its folder cannot be written (a read-only
+ * file system, an immutable file, missing permissions): said before SQLite
+ * opens it, which would fall back to reading and fail later with less clear
+ * messages. A missing file is left to the open, which reports it.
+ */
+static tune_status check_folder_writable(const char *db_path, tune_error *err)
+{
+    char *dir = tunep_strdup(db_path);
+    if (!dir)
+        return oom(NULL, err);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = '\0';
+    tune_status rs = TUNE_OK;
+    errno = 0;
+    if ((access(db_path, W_OK) != 0 && errno != ENOENT) ||
+        access(slash ? dir : ".", W_OK) != 0)
+        rs = tunep_error_set_at(err, TUNE_ESTORE, db_path, 0, 0,
+                                "store: the experiment cannot be written: %s", strerror(errno));
+    tunep_free(dir);
+    return rs;
+}
+
+/*
+ * A reader of a WAL database needs its -shm file. When the writer has closed
+ * (and removed it) and the folder is read-only, SQLite cannot create one and
+ * every read fails with SQLITE_CANTOPEN. Nobody can write there either, so the
+ * file is opened as immutable instead (https://sqlite.org/uri.html#uriimmutable),
+ * unless a non-empty -wal file holds changes that immutable would ignore.
+ */
+static tune_status reopen_immutable_if_needed(struct tunep_store **pst, tune_error *err)
+{
+    struct tunep_store *st = *pst;
+    int rc = sqlite3_exec(st->db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
+    if ((rc & 0xff) != SQLITE_CANTOPEN)
+        return TUNE_OK;
+    struct stat sb;
+    char *wal = tunep_asprintf("%s-wal", st->path);
+    int wal_used = !wal || (stat(wal, &sb) == 0 && sb.st_size > 0);
+    tunep_free(wal);
+    if (wal_used)
+        return TUNE_OK; /* the next query reports the failure */
+    struct tunep_buf b;
+    tunep_buf_init(&b);
+    tunep_buf_puts(&b, "file:");
+    for (const char *p = st->path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            tunep_buf_printf(&b, "%%%02X", (unsigned)(unsigned char)*p);
+        else
+            tunep_buf_append(&b, p, 1);
+    }
+    tunep_buf_puts(&b, "?immutable=1");
+    char *uri = tunep_buf_take(&b);
+    if (!uri) {
+        tune_status rs = oom(st, err);
+        store_free(st);
+        *pst = NULL;
+        return rs;
+    }
+    sqlite3_close_v2(st->db);
+    st->db = NULL;
+    rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                         NULL);
+    tunep_free(uri);
+    if (rc != SQLITE_OK) {
+        tune_status rs = db_fail(st, err, "open");
+        store_free(st);
+        *pst = NULL;
+        return rs;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    return TUNE_OK;
+}
+
 tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_store **ret,
                              tune_error *err)
 {
@@ -772,9 +855,13 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
     tune_status rs;
     if (!db_path || !ret)
         return tunep_error_set(err, TUNE_EINVAL, "store: open: missing argument");
+    if (!readonly && (rs = check_folder_writable(db_path, err)))
+        return rs;
     rs = store_connect(db_path, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, readonly,
                        &st, err);
     if (rs)
+        return rs;
+    if (readonly && (rs = reopen_immutable_if_needed(&st, err)))
         return rs;
     if ((rs = query_int64(st, "PRAGMA application_id", &app_id, err)) ||
         (rs = query_int64(st, "PRAGMA user_version", &version, err)) ||

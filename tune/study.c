@@ -416,7 +416,7 @@ static void set_fatal(struct tune_study *s, const tune_error *e)
     if (!s->fatal) {
         s->fatal = 1;
         s->fatal_err = *e;
-        tunep_log(TUNE_LOG_ERROR, "%s", e->text);
+        tunep_log(TUNE_LOG_DEBUG, "%s", e->text);
     }
 }
 
@@ -505,7 +505,8 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
     struct tunep_trial_rec *rec = t->rec;
     tune_trial_status status;
     const char *error = NULL;
-    if (t->end == TUNEP_END_INTERRUPTED) {
+    if (t->end == TUNEP_END_INTERRUPTED || (s->fatal && ret == TUNE_ESTORE)) {
+        /* A store failure stops the study: the attempt did not fail, it was cut short. */
         status = TUNE_TRIAL_PENDING;
     } else if (t->fail_now) {
         goto failed;

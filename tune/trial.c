@@ -224,7 +224,7 @@ static void store_failed(struct tune_study *s, const tune_error *e)
     if (!s->fatal) {
         s->fatal = 1;
         s->fatal_err = *e;
-        tunep_log(TUNE_LOG_ERROR, "%s", e->text);
+        tunep_log(TUNE_LOG_DEBUG, "%s", e->text);
     }
 }
 

@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -36,14 +37,14 @@ struct run_job {
     tune_study *study;
     tune_error err;
     tune_status st;
-    volatile int done;
+    atomic_int done;
 };
 
 static void *run_thread(void *arg)
 {
     struct run_job *job = arg;
     job->st = tune_study_run(job->study, &job->err);
-    job->done = 1;
+    atomic_store_explicit(&job->done, 1, memory_order_release);
     return NULL;
 }
 
@@ -95,7 +96,7 @@ static int run_study(tune_study *study, int quiet)
         run_thread(&job);
     } else {
         double last_line = 0, t = 0;
-        while (!job.done) {
+        while (!atomic_load_explicit(&job.done, memory_order_acquire)) {
             nap(0.1);
             t += 0.1;
             if (quiet)
