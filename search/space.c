@@ -202,6 +202,12 @@ tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_a
                 return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs q > 0", dn);
             if (p->dist == TUNEP_DIST_QRANDN && !isfinite(p->q))
                 return fail(err, ret_arg, TUNEP_ARG_Q, "%s needs a finite q", dn);
+            /* A Gaussian draw from a 53-bit uniform is within 64 sd of the mean: keep
+             * mean +- 64 sd (and, quantized, its quotient by q) finite, so no draw is inf. */
+            if (!isfinite(fabs(p->lo) + 64.0 * p->hi))
+                return fail(err, ret_arg, TUNEP_ARG_HIGH, "%s: mean + 64 sd overflows", dn);
+            if (p->dist == TUNEP_DIST_QRANDN && !isfinite((fabs(p->lo) + 64.0 * p->hi) / p->q))
+                return fail(err, ret_arg, TUNEP_ARG_Q, "%s: q is too small for mean and sd", dn);
             return TUNE_OK;
         case TUNEP_DIST_RANDINT:
             if (!(p->ilo < p->ihi))

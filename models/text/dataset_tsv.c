@@ -139,7 +139,9 @@ static tune_status add_example(struct loader *ld, const struct line_fields *lf, 
     if (!rows)
         return tunep_error_set(ld->err, TUNE_ENOMEM, "out of memory loading '%s'", ld->path);
     ds->rows = rows;
-    tunep_tokenizer_build(ld->tok, ld->ids.data, keep_a, ld->ids.data + len_a, keep_b, ds->pair,
+    /* ids.data stays NULL until some row has a token: no pointer arithmetic on it before. */
+    const int32_t *b = ld->ids.data ? ld->ids.data + len_a : NULL;
+    tunep_tokenizer_build(ld->tok, ld->ids.data, keep_a, b, keep_b, ds->pair,
                           ds->pool + ld->pool_len, NULL);
     struct row *r = &ds->rows[ds->n++];
     r->off = ld->pool_len;

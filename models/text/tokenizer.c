@@ -945,8 +945,9 @@ tune_status tunep_tokenizer_encode(const tunep_tokenizer *tok, const char *text_
     }
     size_t keep_a, keep_b;
     tunep_truncate_lengths(len_a, len_b, pair, max_seq_len, &keep_a, &keep_b);
-    size_t n = tunep_tokenizer_build(tok, ids.data, keep_a, ids.data + len_a, keep_b, pair, ret_ids,
-                                     ret_type_ids);
+    /* ids.data is NULL when neither text has a token: no pointer arithmetic on it then. */
+    const int32_t *b = ids.data ? ids.data + len_a : NULL;
+    size_t n = tunep_tokenizer_build(tok, ids.data, keep_a, b, keep_b, pair, ret_ids, ret_type_ids);
     for (size_t i = 0; i < max_seq_len; i++) {
         ret_mask[i] = i < n;
         if (i >= n) {
