@@ -101,7 +101,7 @@ static void child_main(struct tune_study *s, struct tune_trial *t)
         write_all(t->ipc_req, &l16, sizeof l16) || write_all(t->ipc_req, t->error, len)) {
         /* The parent is gone or the pipe broke: nothing more to say. */
     }
-    _exit(0);
+    _exit(0); /* the forked child, never the caller's process: exit-lint-ok */
 }
 
 /* ---- the parent's side ---------------------------------------------------- */
