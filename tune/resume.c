@@ -186,7 +186,8 @@ static tune_status replay_scheduler(struct tune_study *s, tune_error *err)
         tunep_free(ev.v);
         return st == TUNE_ENOMEM ? tunep_error_set(err, st, "out of memory") : st;
     }
-    qsort(ev.v, ev.n, sizeof *ev.v, by_time);
+    if (ev.n > 1) /* qsort must not see the NULL of an empty list */
+        qsort(ev.v, ev.n, sizeof *ev.v, by_time);
     gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
     char *added = tunep_calloc((size_t)(s->n_trials ? s->n_trials : 1), 1);
     if (!r || !added) {
