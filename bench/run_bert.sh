@@ -15,11 +15,11 @@
 # OPENBLAS_NUM_THREADS=1 (peers README); "default" = PyTorch out of the box.
 # tune sets OpenBLAS to one thread itself and runs its own OpenMP team.
 #
-# PLAN=quick (default, ~7 min on an idle 2-core machine; a full 3 x 3 x 3
-# matrix at 10 steps would take ~40 min):
-#   Haswell, REPS (3) repetitions of tune and PyTorch nt1 for tiny and mini,
-#     one of each for small (REPS_SMALL, 1: a small pair costs ~2 min),
-#     PyTorch out of the box for tiny in the first repetition;
+# PLAN=quick (default; ~6-7 min on an idle 2-core machine, where the full
+# 3 settings x 3 sizes x 3 engines x 3 repetitions at 10 steps take about an hour):
+#   MAIN (Haswell; SkylakeX is faster on AVX-512 CPUs), REPS (3) repetitions of
+#     tune and PyTorch nt1 for tiny and mini, one of each for small (REPS_SMALL,
+#     1: a small pair costs ~2 min), PyTorch out of the box for tiny once;
 #   asis, once, 5 timed steps after 1 warm-up: tune and PyTorch out of the box
 #     (the true out-of-the-box pair) for tiny and mini.
 # PLAN=full: every setting in CORETYPES ("Haswell SkylakeX asis") x SIZES x
@@ -52,6 +52,7 @@ reps=${REPS:-3}
 reps_small=${REPS_SMALL:-1}
 threads=${THREADS:-2}
 plan=${PLAN:-quick}
+main=${MAIN:-Haswell}
 idle_wait=${IDLE_WAIT:-20}
 busy_max=${BUSY_MAX:-0.15}
 retries=${RETRIES:-1}
@@ -63,13 +64,13 @@ trap 'rm -rf "$tmp"' EXIT
 case $plan in
 quick)
     cat >"$tmp/plan" <<EOF
-Haswell tiny  tune          $reps 10 3
-Haswell tiny  torch-nt1     $reps 10 3
-Haswell tiny  torch-default 1     10 3
-Haswell mini  tune          $reps 10 3
-Haswell mini  torch-nt1     $reps 10 3
-Haswell small tune          $reps_small 10 3
-Haswell small torch-nt1     $reps_small 10 3
+$main tiny  tune          $reps 10 3
+$main tiny  torch-nt1     $reps 10 3
+$main tiny  torch-default 1     10 3
+$main mini  tune          $reps 10 3
+$main mini  torch-nt1     $reps 10 3
+$main small tune          $reps_small 10 3
+$main small torch-nt1     $reps_small 10 3
 asis    tiny  tune          1 5 1
 asis    tiny  torch-default 1 5 1
 asis    mini  tune          1 5 1
@@ -93,7 +94,8 @@ esac
 
 torch=1
 if [ "${NO_TORCH:-0}" = 1 ] || ! "$py" -c "import torch" 2>/dev/null; then
-    echo "PyTorch not importable with $py (apt-get install python3-torch): tune alone" >&2
+    echo "PyTorch skipped (NO_TORCH=1, or $py cannot import torch: apt-get install" \
+        "python3-torch): tune alone" >&2
     torch=0
 fi
 
@@ -162,12 +164,14 @@ print(next((o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "bu
     "$build/meson-info/intro-buildoptions.json" 2>/dev/null || echo "?")
 fmt='{"bench": "run_info", "date": "%s", "cpu": "%s (family %s model %s)", "nproc": %s, '
 fmt+='"kernel": "%s", "commit": "%s", "buildtype": "%s", "cc": "%s", "plan": "%s", '
-fmt+='"threads": %s, "torch": %s, "OPENBLAS_CORETYPE_in_env": "%s"}\n'
+fmt+='"threads": %s, "torch": %s, "busy_max": %s, "OPENBLAS_CORETYPE_in_env": "%s"}\n'
+# shellcheck disable=SC2059  # the format is assembled above from literals
 printf "$fmt" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(lscpu_field 'Model name')" "$(lscpu_field 'CPU family')" \
     "$(lscpu_field Model)" "$(nproc)" "$(uname -r)" \
     "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$buildtype" \
-    "$(cc --version | head -n1)" "$plan" "$threads" "$torch" "${OPENBLAS_CORETYPE-}" >>"$out"
+    "$(cc --version | head -n1)" "$plan" "$threads" "$torch" "$busy_max" "${OPENBLAS_CORETYPE-}" \
+    >>"$out"
 
 # Cores' worth of CPU busy over one second (all processes, steal included).
 busy_cores() {
@@ -189,7 +193,8 @@ wait_idle() {
     [ "$idle_wait" = 0 ] || echo "   machine still busy after ${idle_wait} s; running anyway" >&2
 }
 
-# run_job SETTING REP SIZE ENGINE STEPS WARMUP: one job, its JSON lines tagged
+# run_job SETTING REP SIZE ENGINE STEPS WARMUP: one job (ENGINE tune, torch-nt1,
+# torch-default, or sgemm for the SGEMM peak), its JSON lines tagged
 # and appended to $out. A job that other processes disturbed (foreign_cpu >
 # BUSY_MAX) is run again, up to RETRIES times; every attempt is kept, tagged
 # with its number, and the summary uses the least disturbed one.
@@ -198,7 +203,11 @@ run_job() {
     for attempt in $(seq $((retries + 1))); do
         wait_idle
         : >"$tmp/line"
-        if [ "$eng" = tune ]; then
+        if [ "$eng" = sgemm ]; then
+            te=""
+            "${clean_env[@]}" "${core_env[@]}" "$exe" --sgemm 1024,2048 --threads "$threads" \
+                </dev/null >"$tmp/line" 2>/dev/null || echo "   sgemm failed" >&2
+        elif [ "$eng" = tune ]; then
             te=""
             "${clean_env[@]}" "${core_env[@]}" "$exe" --config "$size" --threads "$threads" \
                 --steps "$steps" --warmup "$warmup" </dev/null 2>&1 >"$tmp/line" \
@@ -213,7 +222,7 @@ run_job() {
                 || echo "   torch failed" >&2
         fi
         tag "$ct" "$te" "$rep" "$attempt" <"$tmp/line" >>"$out"
-        fc=$(sed -n 's/.*"foreign_cpu": \(-\{0,1\}[0-9.]*\).*/\1/p' "$tmp/line" | tail -n1)
+        fc=$(sed -n 's/.*"foreign_cpu": \(-\{0,1\}[0-9.]*\).*/\1/p' "$tmp/line" | sort -g | tail -n1)
         [ -n "$fc" ] || return 0
         awk -v f="$fc" -v m="$busy_max" 'BEGIN { exit !(f > m) }' || return 0
         echo "   (other processes used $fc cores during the run)" >&2
@@ -234,9 +243,7 @@ for rep in $(seq "$maxrep"); do
             core_env=(OPENBLAS_CORETYPE="$ct")
         fi
         echo "== $ct, repetition $rep ($(($(date +%s) - t_start)) s)" >&2
-        wait_idle
-        "${clean_env[@]}" "${core_env[@]}" "$exe" --sgemm 1024,2048 --threads "$threads" \
-            </dev/null 2>/dev/null | tag "$ct" "" "$rep" 1 >>"$out" || echo "   sgemm failed" >&2
+        run_job "$ct" "$rep" - sgemm - - </dev/null
         while read -r _ size eng _ steps warmup; do
             [ "$eng" = tune ] || [ $torch = 1 ] || continue
             echo "   $size: $eng" >&2

@@ -9,7 +9,8 @@ step, and where tune's step goes per kernel.
 
 Figures are medians over repetitions of each run's median ms/step (of a job
 run more than once because other processes disturbed it, the least disturbed
-attempt counts); "min" is
+attempt counts, and disturbed repetitions count only when there is no other);
+"min" is
 the fastest single step seen. The SGEMM peak of a setting is the best GFLOP/s
 of any timed repetition at 1024^3 or 2048^3 (2 threads, tune's GEMM path).
 "other CPU" is how many cores' worth of CPU other processes (and the
@@ -17,7 +18,8 @@ hypervisor, as steal) used while the run timed: near 0 on an idle machine;
 above ~0.1 the figures are disturbed (OpenMP barriers wait for descheduled
 threads), for both engines alike.
 
-Usage: summarize_bert.py bench/out/bert-<time>.jsonl
+Usage: summarize_bert.py bench/out/bert-<time>.jsonl [more.jsonl ...]
+(several files are summarised together, e.g. a quick run and a supplement)
 """
 import json
 import statistics
@@ -30,15 +32,20 @@ GOAL_PEAK = 0.8    # bert-small GFLOP/s >= 0.8 x SGEMM peak
 TORCH_ENVS = {"nt1": "OPENBLAS_NUM_THREADS=1", "default": "out of the box"}
 
 
-def load(path):
+def load(paths):
+    """All JSON lines of the files, each tagged with its file's index (runs of
+    different files are different jobs even where their labels agree)."""
     rows = []
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
+    for i, path in enumerate(paths):
+        for line in open(path):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                r["_file"] = i
+                rows.append(r)
     return rows
 
 
@@ -74,7 +81,12 @@ def least_disturbed(rows):
     best, order = {}, []
     for r in rows:
         eng = engine_of(r)
-        key = (r.get("setting"), r.get("rep"), r.get("config"), eng) if eng else id(r)
+        if eng:
+            key = (r["_file"], r.get("setting"), r.get("rep"), r.get("config"), eng)
+        elif r.get("bench") == "tune_sgemm":
+            key = (r["_file"], r.get("setting"), r.get("rep"), r["shape"], "sgemm")
+        else:
+            key = id(r)
         if key not in best:
             order.append(key)
             best[key] = r
@@ -83,8 +95,20 @@ def least_disturbed(rows):
     return [best[k] for k in order]
 
 
-def collect(rows):
-    """{setting: {"sgemm": [...], "peak": x, "steps": {(size, engine): [rows]}}}, in run order."""
+def quiet(rs, busy_max):
+    """The runs during which other processes stayed under busy_max cores, if there are
+    any; else all of them (the table then says "disturbed")."""
+    q = [r for r in rs if (r.get("foreign_cpu") or 0.0) <= busy_max]
+    return q or rs
+
+
+def disturbed(rs, busy_max):
+    return all((r.get("foreign_cpu") or 0.0) > busy_max for r in rs)
+
+
+def collect(rows, busy_max):
+    """{setting: {"sgemm": [...], "peak": x, "steps": {(size, engine): [rows]}}}, in run order;
+    of several runs of one job, only the undisturbed ones count when there are any."""
     out = {}
     for r in least_disturbed(rows):
         s = r.get("setting")
@@ -98,7 +122,13 @@ def collect(rows):
         if eng:
             d["steps"].setdefault((r["config"], eng), []).append(r)
     for d in out.values():
+        d["steps"] = {k: quiet(v, busy_max) for k, v in d["steps"].items()}
+        by_shape = {}
+        for r in d["sgemm"]:
+            by_shape.setdefault(r["shape"], []).append(r)
+        d["sgemm"] = [r for v in by_shape.values() for r in quiet(v, busy_max)]
         d["peak"] = max((r["gflops_best"] for r in d["sgemm"]), default=None)
+        d["busy_max"] = busy_max
     return out
 
 
@@ -118,10 +148,11 @@ def headline(data, sizes):
                 v = med_of(d["steps"].get((z, eng), []), "median_ms_per_step")
                 if v is None:
                     continue
+                mark = ", disturbed" if disturbed(d["steps"][(z, eng)], d["busy_max"]) else ""
                 if eng == "tune" and (tbest is None or v < tbest[0]):
-                    tbest = (v, s)
+                    tbest = (v, s, mark)
                 elif eng != "tune" and (pbest is None or v < pbest[0]):
-                    pbest = (v, f"{s}, {TORCH_ENVS.get(eng[6:], eng[6:])}")
+                    pbest = (v, f"{s}, {TORCH_ENVS.get(eng[6:], eng[6:])}{mark}")
         if not tbest:
             continue
         d = data[tbest[1]]
@@ -136,7 +167,7 @@ def headline(data, sizes):
             met = "-" if frac is None else ("yes" if frac >= GOAL_PEAK else "no")
         else:
             goal, met = "-", "-"
-        print(f"| {z} | {tbest[0]:.0f} ({tbest[1]}) | "
+        print(f"| {z} | {tbest[0]:.0f} ({tbest[1]}{tbest[2]}) | "
               f"{fmt(pbest and pbest[0])} ({pbest[1] if pbest else '-'}) | "
               f"{fmt(ratio, '.2f')}x | {fmt(gf, '.1f')} | {fmt(frac and 100 * frac)}% | "
               f"{goal} | {met} |")
@@ -154,7 +185,8 @@ def setting_tables(s, d, sizes):
         print("|---|---|---|---|---|")
         for shape in sorted({r["shape"] for r in sg}, key=lambda x: int(x.split("x")[0])):
             xs = [r for r in sg if r["shape"] == shape]
-            print(f"| {shape} | {max(r['gflops_best'] for r in xs):.1f} | "
+            dist = " (disturbed)" if disturbed(xs, d["busy_max"]) else ""
+            print(f"| {shape}{dist} | {max(r['gflops_best'] for r in xs):.1f} | "
                   f"{med_of(xs, 'gflops_median'):.1f} | {fmt(med_of(xs, 'foreign_cpu'), '.2f')} "
                   f"| {len(xs)} |")
         print(f"\nSGEMM peak of this setting: **{peak:.1f} GFLOP/s**\n")
@@ -175,7 +207,8 @@ def setting_tables(s, d, sizes):
             pct = f"{100 * gf / peak:.0f}%" if peak and gf else "-"
             rss = med_of(xs, "max_rss_kib")
             steps = sorted({r.get("steps") for r in xs})
-            print(f"| {z} | {label(eng)} | **{med(ms):.0f}**{span(ms)} | "
+            dist = " (disturbed)" if disturbed(xs, d["busy_max"]) else ""
+            print(f"| {z} | {label(eng)}{dist} | **{med(ms):.0f}**{span(ms)} | "
                   f"{min(r['min_ms_per_step'] for r in xs):.0f} | {split} | "
                   f"{med_of(xs, 'tokens_per_s'):,.0f} | {gf:.1f} | {pct} | "
                   f"{fmt(rss and rss / 1024)} | {fmt(med_of(xs, 'foreign_cpu'), '.2f')} | "
@@ -232,12 +265,18 @@ def breakdown(d, sizes):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    rows = load(sys.argv[1])
-    info = next((r for r in rows if r.get("bench") == "run_info"), {})
+    rows = load(sys.argv[1:])
+    infos = [r for r in rows if r.get("bench") == "run_info"]
+    info = dict(infos[0]) if infos else {}
+    if len(infos) > 1:
+        info["date"] = ", ".join(i.get("date", "?") for i in infos)
+        info["commit"] = ", ".join(sorted({i.get("commit", "?") for i in infos}))
+        info["plan"] = ", ".join(i.get("plan", "?") for i in infos)
     torch_ver = next((r.get("torch") for r in rows if r.get("bench") == "torch_info"), None)
-    data = collect(rows)
+    busy_max = max(float(i.get("busy_max", 0.15)) for i in infos) if infos else 0.15
+    data = collect(rows, busy_max)
     sizes = [z for z in SIZES if any(k[0] == z for d in data.values() for k in d["steps"])]
 
     print("## BERT fine-tuning step: tune vs PyTorch (CPU)\n")
@@ -259,9 +298,10 @@ def main():
     kept = least_disturbed(rows)
     fc = [r["foreign_cpu"] for r in kept if r.get("foreign_cpu") is not None]
     if fc:
-        print(f"- other CPU during the runs kept: median {med(fc):.2f}, max {max(fc):.2f} cores "
-              "(an idle machine gives ~0; above ~0.1 figures are disturbed); "
-              f"{len(rows) - len(kept)} disturbed attempt(s) re-run and left out")
+        print(f"- other CPU (cores used by other processes while a run timed): median "
+              f"{med(fc):.2f}, max {max(fc):.2f}; an idle machine gives ~0. Runs above "
+              f"{busy_max} are \"disturbed\": {len(rows) - len(kept)} such attempt(s) were re-run "
+              "and left out, and where a job has undisturbed repetitions only those count")
     if not data:
         return
     headline(data, sizes)
