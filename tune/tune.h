@@ -188,10 +188,10 @@ TUNE_API void tune_set_log_callback(tune_log_fn fn, tune_log_level max_level, vo
  *    its own OpenMP threads and runs OpenBLAS single-threaded, so OpenBLAS's
  *    own thread pool would only spin (and, started at load, it competes with
  *    every trial for the cores);
- *  - "OPENBLAS_CORETYPE=Haswell" when the installed OpenBLAS does not
- *    recognise this CPU and fell back to pre-AVX2 kernels although the CPU
- *    has AVX2 and FMA (OpenBLAS 0.3.21 on recent Intel CPUs: a BERT step is
- *    about 1.5x slower then).
+ *  - "OPENBLAS_CORETYPE=SkylakeX" (AVX-512 CPUs) or "=Haswell" (AVX2 and
+ *    FMA) when the installed OpenBLAS does not recognise this CPU and fell
+ *    back to pre-AVX2 kernels (OpenBLAS 0.3.21 on recent Intel CPUs: a BERT
+ *    step is 2-2.4x slower then).
  * The `tune` command applies them (those the user has not set) by
  * re-executing itself; programs using the library can set them in their
  * environment. Static string; thread-safe.
