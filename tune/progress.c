@@ -249,45 +249,11 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
         s->trials = p;
         s->cap_trials = cap;
     }
-    struct tunep_trial_rec *r = tunep_calloc(1, sizeof *r);
+    struct tunep_trial_rec *r = tunep_trial_rec_from_store(s, t);
     if (!r)
         return TUNE_ENOMEM;
     s->trials[s->n_trials++] = r;
-    r->id = t->trial_id;
-    r->status = t->status;
-    r->attempt = t->attempt;
-    r->iteration = t->iteration;
-    r->time_total_s = t->time_total_s;
-    r->start_wall = t->start_time;
-    r->own_strings = 1;
     s->counts[r->status]++;
-    r->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *r->values);
-    if (!r->values)
-        return TUNE_ENOMEM;
-    for (size_t i = 0; i < s->n_params; i++) {
-        r->values[i] = t->params[i];
-        if (t->params[i].type == TUNEP_V_STRING &&
-            !(r->values[i].u.s = tunep_strdup(t->params[i].u.s ? t->params[i].u.s : "")))
-            return TUNE_ENOMEM;
-    }
-    if (t->error && !(r->error = tunep_strdup(t->error)))
-        return TUNE_ENOMEM;
-    for (size_t i = 0; i < t->n_metrics; i++) {
-        long id = tunep_study_metric_id(s, t->metric_names[i]);
-        if (id < 0)
-            return TUNE_ENOMEM;
-        if ((size_t)id >= r->n_last) {
-            size_t cap = s->cap_metrics;
-            double *p = tunep_realloc(r->last, r->n_last * sizeof *p, cap * sizeof *p);
-            if (!p)
-                return TUNE_ENOMEM;
-            for (size_t j = r->n_last; j < cap; j++)
-                p[j] = (double)NAN;
-            r->last = p;
-            r->n_last = cap;
-        }
-        r->last[id] = t->metric_values[i];
-    }
     return TUNE_OK;
 }
 

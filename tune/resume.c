@@ -49,26 +49,6 @@ static tune_status grow_trials(struct tune_study *s, int64_t need)
     return TUNE_OK;
 }
 
-static tune_status set_last(struct tune_study *s, struct tunep_trial_rec *r, const char *name,
-                            double v)
-{
-    long id = tunep_study_metric_id(s, name);
-    if (id < 0)
-        return TUNE_ENOMEM;
-    if ((size_t)id >= r->n_last) {
-        size_t cap = s->cap_metrics;
-        double *p = tunep_realloc(r->last, r->n_last * sizeof *p, cap * sizeof *p);
-        if (!p)
-            return TUNE_ENOMEM;
-        for (size_t j = r->n_last; j < cap; j++)
-            p[j] = (double)NAN;
-        r->last = p;
-        r->n_last = cap;
-    }
-    r->last[id] = v;
-    return TUNE_OK;
-}
-
 static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
 {
     struct load *ld = ud;
@@ -83,33 +63,14 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
                                (long long)t->trial_id, t->n_params, s->n_params);
     if (grow_trials(s, t->trial_id + 1))
         return TUNE_ENOMEM;
-    struct tunep_trial_rec *r = tunep_calloc(1, sizeof *r);
+    struct tunep_trial_rec *r = tunep_trial_rec_from_store(s, t);
     if (!r)
         return TUNE_ENOMEM;
+    if (isnan(r->time_total_s)) /* a trial that never reported */
+        r->time_total_s = 0;
     s->trials[t->trial_id] = r;
     if (t->trial_id >= s->n_trials)
         s->n_trials = t->trial_id + 1;
-    r->id = t->trial_id;
-    r->status = t->status;
-    r->attempt = t->attempt;
-    r->iteration = t->iteration;
-    r->time_total_s = isnan(t->time_total_s) ? 0 : t->time_total_s;
-    r->start_wall = t->start_time;
-    r->own_strings = 1;
-    r->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *r->values);
-    if (!r->values)
-        return TUNE_ENOMEM;
-    for (size_t i = 0; i < s->n_params; i++) {
-        r->values[i] = t->params[i];
-        if (t->params[i].type == TUNEP_V_STRING &&
-            !(r->values[i].u.s = tunep_strdup(t->params[i].u.s ? t->params[i].u.s : "")))
-            return TUNE_ENOMEM;
-    }
-    if (t->error && !(r->error = tunep_strdup(t->error)))
-        return TUNE_ENOMEM;
-    for (size_t i = 0; i < t->n_metrics; i++)
-        if (set_last(s, r, t->metric_names[i], t->metric_values[i]))
-            return TUNE_ENOMEM;
     return TUNE_OK;
 }
 

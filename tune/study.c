@@ -60,6 +60,61 @@ void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tun
     s->counts[st]++;
 }
 
+int tunep_trial_rec_set_last(struct tune_study *s, struct tunep_trial_rec *r, const char *name,
+                             double value)
+{
+    long id = tunep_study_metric_id(s, name);
+    if (id < 0)
+        return -1;
+    if ((size_t)id >= r->n_last) {
+        /* As many slots as metrics are known now, not the interning table's
+         * capacity: ~280 bytes per trial matter at 100,000 trials (bench/load.c). */
+        size_t cap = s->n_metrics;
+        double *p = tunep_realloc(r->last, r->n_last * sizeof *p, cap * sizeof *p);
+        if (!p)
+            return -1;
+        for (size_t j = r->n_last; j < cap; j++)
+            p[j] = (double)NAN;
+        r->last = p;
+        r->n_last = cap;
+    }
+    r->last[id] = value;
+    return 0;
+}
+
+struct tunep_trial_rec *tunep_trial_rec_from_store(struct tune_study *s,
+                                                   const struct tunep_stored_trial *t)
+{
+    struct tunep_trial_rec *r = tunep_calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->id = t->trial_id;
+    r->status = t->status;
+    r->attempt = t->attempt;
+    r->iteration = t->iteration;
+    r->time_total_s = t->time_total_s;
+    r->start_wall = t->start_time;
+    r->own_strings = 1;
+    r->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *r->values);
+    if (!r->values)
+        goto fail;
+    for (size_t i = 0; i < s->n_params; i++) {
+        r->values[i] = t->params[i];
+        if (t->params[i].type == TUNEP_V_STRING &&
+            !(r->values[i].u.s = tunep_strdup(t->params[i].u.s ? t->params[i].u.s : "")))
+            goto fail;
+    }
+    if (t->error && !(r->error = tunep_strdup(t->error)))
+        goto fail;
+    for (size_t i = 0; i < t->n_metrics; i++)
+        if (tunep_trial_rec_set_last(s, r, t->metric_names[i], t->metric_values[i]))
+            goto fail;
+    return r;
+fail:
+    tunep_trial_rec_free(r, s->n_params);
+    return NULL;
+}
+
 long tunep_study_metric_id(struct tune_study *s, const char *name)
 {
     for (size_t i = 0; i < s->n_metrics; i++)

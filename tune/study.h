@@ -114,6 +114,12 @@ struct tune_study {
     int64_t n_warned_nan;
 };
 
+/* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */
+int tunep_trial_rec_set_last(struct tune_study *s, struct tunep_trial_rec *r, const char *name,
+                             double value);
+/* A record (owning its strings) made from a stored trial; NULL on OOM. s->n_params is set. */
+struct tunep_trial_rec *tunep_trial_rec_from_store(struct tune_study *s,
+                                                   const struct tunep_stored_trial *t);
 /* Interns a metric name; returns its id or -1 on OOM. Lock held. */
 long tunep_study_metric_id(struct tune_study *s, const char *name);
 /* The id of the trial with the best last main-metric value, or -1. Lock held. */

@@ -142,24 +142,9 @@ void tune_trial_set_error(tune_trial *t, const char *fmt, ...)
 static int remember(struct tune_study *s, struct tunep_trial_rec *rec, size_t n,
                     const char *const *names, const double *values)
 {
-    for (size_t i = 0; i < n; i++) {
-        long id = tunep_study_metric_id(s, names[i]);
-        if (id < 0)
+    for (size_t i = 0; i < n; i++)
+        if (tunep_trial_rec_set_last(s, rec, names[i], values[i]))
             return -1;
-        if ((size_t)id >= rec->n_last) {
-            /* As many slots as metrics are known now, not the interning table's
-             * capacity: ~280 bytes per trial matter at 100,000 trials (bench/load.c). */
-            size_t cap = s->n_metrics;
-            double *p = tunep_realloc(rec->last, rec->n_last * sizeof *p, cap * sizeof *p);
-            if (!p)
-                return -1;
-            for (size_t j = rec->n_last; j < cap; j++)
-                p[j] = (double)NAN;
-            rec->last = p;
-            rec->n_last = cap;
-        }
-        rec->last[id] = values[i];
-    }
     return 0;
 }
 
