@@ -1,0 +1,132 @@
+/*
+ * searcher.h - where a new trial's configuration comes from.
+ *
+ * Random and grid search are pure functions of (seed, trial id) and live in
+ * space.c. The model-based and quasi-random searchers below keep a history:
+ * the controller tells them when a trial starts (its configuration), each
+ * intermediate result (for BOHB's per-budget models) and how it ended, and
+ * asks them for the next configuration.
+ *
+ * Conventions shared by every searcher:
+ * - Scores are normalised so that larger is better (the controller negates
+ *   them for mode "min"). A NaN or missing metric arrives as -INFINITY.
+ * - The controller calls every function under the study lock: no locking here.
+ * - suggest() gets the trial's own random stream, seeded from the study seed
+ *   and the trial id, so a study run one trial at a time is reproducible.
+ * - Trials that started but have not completed are "pending": suggestions
+ *   made while they run must not collapse onto them (constant liar or an
+ *   equivalent, per searcher).
+ * - Values written to `out` follow space.h: a double for float distributions,
+ *   an int for integer ones, and for choice and constant parameters a copy of
+ *   one of param->values (strings borrowed from the space). Every value must
+ *   be one that tunep_space_sample() could have produced (in range, rounded
+ *   to q, integers within Ray's inclusive/exclusive bounds).
+ */
+#ifndef TUNE_SEARCHER_H
+#define TUNE_SEARCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "internal.h"
+#include "search/space.h"
+
+struct tunep_searcher;
+
+struct tunep_searcher_ops {
+    const char *name; /* "tpe", "gp", "sobol", "lhs", "bohb" */
+    /* Fills out[space->n] for trial `id` (ids arrive in increasing order). */
+    tune_status (*suggest)(struct tunep_searcher *s, int64_t id, gsl_rng *r,
+                           struct tunep_value *out, tune_error *err);
+    /*
+     * Trial `id` runs with these values: after suggest(), and also for trials
+     * that a resumed study restores from its store (then without a suggest()).
+     * The searcher copies what it needs; strings stay valid for the space's life.
+     */
+    tune_status (*on_start)(struct tunep_searcher *s, int64_t id, const struct tunep_value *values);
+    /* An intermediate result: `t` is the scheduler's time_attr value (the budget). */
+    tune_status (*on_result)(struct tunep_searcher *s, int64_t id, double t, double score);
+    /*
+     * The trial ended. has_score: it ended TERMINATED or STOPPED and `score` is
+     * its last score (at budget t); otherwise (ERROR) it is forgotten.
+     */
+    tune_status (*on_complete)(struct tunep_searcher *s, int64_t id, int has_score, double t,
+                               double score);
+    void (*free)(struct tunep_searcher *s);
+};
+
+/* Every searcher starts with this header (implementations embed it first). */
+struct tunep_searcher {
+    const struct tunep_searcher_ops *ops;
+    const tune_space *space; /* borrowed: outlives the searcher */
+};
+
+/* TPE, with Optuna's TPESampler defaults (search/tpe.c). */
+struct tunep_tpe_config {
+    int n_startup_trials;   /* 10: random trials before the model */
+    int n_ei_candidates;    /* 24 */
+    double prior_weight;    /* 1.0 */
+    int consider_endpoints; /* 0 */
+    int multivariate;       /* 0: one estimator per parameter; 1: joint kernels */
+    int constant_liar;      /* 1: pending trials count as the worst observed score */
+    double gamma;           /* 0.1: fraction of good trials, Optuna's default_gamma; at most 25 */
+};
+
+/* Gaussian-process BO (search/gp.c): Matern 5/2, ML length scales, expected improvement. */
+struct tunep_gp_config {
+    int n_startup_trials;   /* 10: Sobol points before the model */
+    int n_candidates;       /* 2000: random + local candidates scored by EI per suggestion */
+    int refit_every;        /* 1: refit hyperparameters every n observations */
+    double xi;              /* 0.0: EI exploration margin */
+};
+
+/* Quasi-random designs (search/qmc.c). */
+struct tunep_qmc_config {
+    int scramble;           /* Sobol: 1: random digital shift from the seed; 0: GSL's raw sequence */
+    int64_t lhs_samples;    /* LHS: strata per dimension; 0: num_samples */
+};
+
+/*
+ * Creates a searcher over `space` (borrowed). Fails with TUNE_ECONFIG when
+ * the space has something the searcher cannot handle (a grid_search axis,
+ * say), with a message naming the parameter. seed is the study seed.
+ */
+tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config *c,
+                          uint64_t seed, struct tunep_searcher **ret, tune_error *err);
+tune_status tunep_gp_new(const tune_space *space, const struct tunep_gp_config *c, uint64_t seed,
+                         struct tunep_searcher **ret, tune_error *err);
+tune_status tunep_sobol_new(const tune_space *space, const struct tunep_qmc_config *c,
+                            uint64_t seed, struct tunep_searcher **ret, tune_error *err);
+tune_status tunep_lhs_new(const tune_space *space, const struct tunep_qmc_config *c,
+                          uint64_t seed, int64_t n_trials, struct tunep_searcher **ret,
+                          tune_error *err);
+
+void tunep_tpe_config_default(struct tunep_tpe_config *c);
+void tunep_gp_config_default(struct tunep_gp_config *c);
+void tunep_qmc_config_default(struct tunep_qmc_config *c);
+
+static inline void tunep_searcher_free(struct tunep_searcher *s)
+{
+    if (s)
+        s->ops->free(s);
+}
+
+/*
+ * The unit-cube view of a space shared by Sobol, LHS and GP (search/unit.c):
+ * every non-constant parameter is one coordinate in [0, 1). Float ranges map
+ * linearly (log ranges in log space), normals through the inverse normal CDF,
+ * integer ranges onto equal-width cells per integer, choices onto equal
+ * cells per value. tunep_unit_to_value() applies Ray's rounding, so any u
+ * gives a value tunep_space_sample() could give; tunep_value_to_unit() maps a
+ * value back to the centre of its cell (integers, choices) or its exact
+ * position (floats).
+ */
+size_t tunep_unit_dims(const tune_space *space); /* non-constant parameters */
+/* TUNE_ECONFIG for grid axes (named in err). */
+tune_status tunep_unit_check(const tune_space *space, const char *searcher, tune_error *err);
+void tunep_unit_to_values(const tune_space *space, const double *u, struct tunep_value *out);
+void tunep_values_to_unit(const tune_space *space, const struct tunep_value *v, double *u);
+
+#endif /* TUNE_SEARCHER_H */
