@@ -5,7 +5,9 @@
  *
  *   bench_bert_step [--config tiny|mini|small|medium|base] [--batch 32] [--seq 128]
  *                   [--threads 2] [--steps 10] [--warmup 3] [--lr 2e-5] [--no-breakdown]
+ *                   [--isa generic|avx2|avx512] [--cpu-clock]
  *   bench_bert_step --sgemm 1024,2048 [--threads 2]
+ *   bench_bert_step --env-advice
  *
  * The step: forward with dropout 0.1 and mean cross-entropy, backward, AdamW
  * (weight decay 0.01 where the tensor table says decay, as the peer's BERT
@@ -27,6 +29,18 @@
  * are kept apart per shape. Two clock reads per call (~100-300 calls per
  * step) cost microseconds against steps of 100+ ms; --no-breakdown runs on
  * the unwrapped backend to check that.
+ *
+ * --env-advice prints tune_cpu_env_advice(), the environment the tune CLI
+ * re-executes itself with (e.g. "OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=
+ * SkylakeX" where OpenBLAS does not know the CPU), for bench/run_bert.sh.
+ *
+ * --cpu-clock times everything with the process's CPU time instead of the
+ * wall clock: with --threads 1 on a machine that other jobs share, this
+ * compares kernel variants without counting the time the process waited
+ * for a core (not for the step figures that are held against PyTorch).
+ *
+ * --isa runs the float kernels built for that x86-64 level instead of the
+ * best one the CPU supports (the backend's choice), to compare them.
  *
  * --sgemm times tunep_cpu_gemm (the model's own GEMM path: the rows split
  * across --threads OpenMP threads, one single-threaded OpenBLAS sgemm each)
@@ -55,10 +69,13 @@
 #define MAX_STEPS 1000
 #define MAX_SLOTS 128
 
+/* CLOCK_MONOTONIC, or the process's CPU time with --cpu-clock (set once in main). */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(bench_clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -444,7 +461,7 @@ static void print_breakdown(double step_s_total, int steps, int B, int T, int C,
 }
 
 static int run_step_bench(const struct named_config *nc, int B, int S, int threads, int steps,
-                          int warmup, double lr, int breakdown)
+                          int warmup, double lr, int breakdown, const char *isa_name)
 {
     tune_error err = {0};
     struct tunep_backend *be = NULL;
@@ -456,8 +473,20 @@ static int run_step_bench(const struct named_config *nc, int B, int S, int threa
         return fail("backend", st, &err);
 
     struct tunep_backend timed_be = *be;
+    enum tunep_cpu_isa isa = tunep_cpu_isa_best();
+    if (isa_name) {
+        for (isa = 0; isa < TUNEP_CPU_ISA_COUNT; isa++)
+            if (strcmp(isa_name, tunep_cpu_isa_name(isa)) == 0)
+                break;
+        if (isa == TUNEP_CPU_ISA_COUNT || !tunep_cpu_kernels_for(isa)) {
+            fprintf(stderr, "bench_bert_step: kernels '%s' are not available here\n", isa_name);
+            tunep_cpu_backend_free(be);
+            return 1;
+        }
+        timed_be.kernels = tunep_cpu_kernels_for(isa);
+    }
     if (breakdown) {
-        timing.real = be->kernels;
+        timing.real = timed_be.kernels;
         timing.real_memzero = be->memzero;
         timed_be.kernels = &timed_kernels;
         timed_be.memzero = t_memzero;
@@ -585,13 +614,15 @@ static int run_step_bench(const struct named_config *nc, int B, int S, int threa
            "\"median_ms_adamw_step\": %.2f, \"tokens_per_s\": %.1f, \"sequences_per_s\": %.2f, "
            "\"gflop_per_step\": %.3f, \"achieved_gflops\": %.2f, \"loss_first\": %.4f, "
            "\"loss_last\": %.4f, \"grad_norm_last\": %.4f, \"clip_norm\": %.1f, "
-           "\"setup_s\": %.2f, \"max_rss_kib\": %ld, \"blas_core\": \"%s\", "
-           "\"blas_underuses_cpu\": %s, \"breakdown\": %s, ",
+           "\"setup_s\": %.2f, \"max_rss_kib\": %ld, \"kernels_isa\": \"%s\", "
+           "\"blas_core\": \"%s\", "
+           "\"blas_underuses_cpu\": %s, \"breakdown\": %s, \"clock\": \"%s\", ",
            1e3 * med, 1e3 * min_of(t_step, steps), 1e3 * median(t_fwd, steps),
            1e3 * median(t_bwd, steps), 1e3 * median(t_opt, steps), (double)ntok / med,
            (double)B / med, f_train / 1e9, f_train / med / 1e9, loss_first, loss_last, norm_last,
-           opt.clip_norm, t_setup, max_rss_kib(), tunep_cpu_blas_corename(),
-           tunep_cpu_blas_underuses_cpu() ? "true" : "false", breakdown ? "true" : "false");
+           opt.clip_norm, t_setup, max_rss_kib(), tunep_cpu_isa_name(isa),
+           tunep_cpu_blas_corename(), tunep_cpu_blas_underuses_cpu() ? "true" : "false",
+           breakdown ? "true" : "false", bench_clock == CLOCK_MONOTONIC ? "wall" : "cpu");
     /* Cores' worth of CPU used by this process and by everything else during the timed steps. */
     if (have_cpu)
         printf("\"self_cpu\": %.2f, \"foreign_cpu\": %.2f, ", (self1 - self0) / wall,
@@ -681,8 +712,9 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_bert_step [--config tiny|mini|small|medium|base] [--batch N] "
                     "[--seq N] [--threads N] [--steps N] [--warmup N] [--lr X] "
-                    "[--no-breakdown]\n"
-                    "       bench_bert_step --sgemm N[,N...] [--threads N]\n");
+                    "[--no-breakdown] [--isa generic|avx2|avx512] [--cpu-clock]\n"
+                    "       bench_bert_step --sgemm N[,N...] [--threads N]\n"
+                    "       bench_bert_step --env-advice\n");
 }
 
 static void log_stderr(tune_log_level level, const char *message, void *user_data)
@@ -694,13 +726,21 @@ static void log_stderr(tune_log_level level, const char *message, void *user_dat
 
 int main(int argc, char **argv)
 {
-    const char *config = "tiny", *sgemm = NULL;
+    const char *config = "tiny", *sgemm = NULL, *isa = NULL;
     int B = 32, S = 128, threads = 2, steps = 10, warmup = 3, breakdown = 1;
     double lr = 2e-5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--no-breakdown") == 0) {
             breakdown = 0;
+            continue;
+        }
+        if (strcmp(a, "--env-advice") == 0) {
+            printf("%s\n", tune_cpu_env_advice());
+            return 0;
+        }
+        if (strcmp(a, "--cpu-clock") == 0) {
+            bench_clock = CLOCK_PROCESS_CPUTIME_ID;
             continue;
         }
         if (!v) {
@@ -723,6 +763,8 @@ int main(int argc, char **argv)
             lr = strtod(v, NULL);
         else if (strcmp(a, "--sgemm") == 0)
             sgemm = v;
+        else if (strcmp(a, "--isa") == 0)
+            isa = v;
         else {
             usage();
             return 2;
@@ -741,5 +783,5 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    return run_step_bench(nc, B, S, threads, steps, warmup, lr, breakdown);
+    return run_step_bench(nc, B, S, threads, steps, warmup, lr, breakdown, isa);
 }

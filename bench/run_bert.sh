@@ -6,10 +6,13 @@
 # that setting (bench_bert_step --sgemm: 2 threads, 1024^3 and 2048^3, tune's
 # GEMM path), then runs its jobs in plan order: per size, tune then PyTorch.
 #
-# Core settings, the same environment for both engines: "Haswell" sets
-# OPENBLAS_CORETYPE=Haswell; "asis" leaves OPENBLAS_CORETYPE as the caller has
-# it (unset here: OpenBLAS 0.3.21 does not know Intel family 6 model 207 and
-# picks its Prescott SSE3 kernels); any other word is used as the value.
+# Core settings, the same environment for both engines: "advice" sets
+# OPENBLAS_CORETYPE as the tune CLI does (tune_cpu_env_advice(), printed by
+# bench_bert_step --env-advice: SkylakeX or Haswell where OpenBLAS does not
+# know the CPU, e.g. 0.3.21 on Intel family 6 model 207, which would pick its
+# Prescott SSE3 kernels; unset where it does, e.g. Cooperlake on AMD Zen 4);
+# "Haswell" sets OPENBLAS_CORETYPE=Haswell; "asis" leaves OPENBLAS_CORETYPE as
+# the caller has it; any other word is used as the value.
 # Thread variables (OMP_*, OPENBLAS_NUM_THREADS, OPENBLAS_L2_SIZE) are cleared
 # for every run, except PyTorch's best documented setting "nt1" =
 # OPENBLAS_NUM_THREADS=1 (peers README); "default" = PyTorch out of the box.
@@ -17,12 +20,12 @@
 #
 # PLAN=quick (default; ~6-7 min on an idle 2-core machine, where the full
 # 3 settings x 3 sizes x 3 engines x 3 repetitions at 10 steps take about an hour):
-#   MAIN (Haswell; SkylakeX is faster on AVX-512 CPUs), REPS (3) repetitions of
+#   MAIN (advice: what the tune CLI runs with), REPS (3) repetitions of
 #     tune and PyTorch nt1 for tiny and mini, one of each for small (REPS_SMALL,
 #     1: a small pair costs ~2 min), PyTorch out of the box for tiny once;
 #   asis, once, 5 timed steps after 1 warm-up: tune and PyTorch out of the box
 #     (the true out-of-the-box pair) for tiny and mini.
-# PLAN=full: every setting in CORETYPES ("Haswell SkylakeX asis") x SIZES x
+# PLAN=full: every setting in CORETYPES ("advice Haswell asis") x SIZES x
 #   {tune, PyTorch nt1, PyTorch default}, REPS repetitions, 10 steps after 3.
 # PLAN=FILE: one job per line, "setting size engine reps steps warmup", engine
 #   tune | torch-nt1 | torch-default; lines run in file order each repetition.
@@ -52,7 +55,7 @@ reps=${REPS:-3}
 reps_small=${REPS_SMALL:-1}
 threads=${THREADS:-2}
 plan=${PLAN:-quick}
-main=${MAIN:-Haswell}
+main=${MAIN:-advice}
 idle_wait=${IDLE_WAIT:-20}
 busy_max=${BUSY_MAX:-0.15}
 retries=${RETRIES:-1}
@@ -78,7 +81,7 @@ asis    mini  torch-default 1 5 1
 EOF
     ;;
 full)
-    for ct in ${CORETYPES:-Haswell SkylakeX asis}; do
+    for ct in ${CORETYPES:-advice Haswell asis}; do
         for size in ${SIZES:-tiny mini small}; do
             for eng in tune torch-nt1 torch-default; do
                 echo "$ct $size $eng $reps 10 3"
@@ -239,6 +242,12 @@ for rep in $(seq "$maxrep"); do
         if [ "$ct" = asis ]; then
             core_env=(-u OPENBLAS_CORETYPE)
             [ -z "${OPENBLAS_CORETYPE+x}" ] || core_env=(OPENBLAS_CORETYPE="$OPENBLAS_CORETYPE")
+        elif [ "$ct" = advice ]; then
+            core_env=(-u OPENBLAS_CORETYPE)
+            advised=$(env -u OPENBLAS_CORETYPE "$exe" --env-advice | tr ' ' '\n' \
+                | sed -n 's/^OPENBLAS_CORETYPE=//p')
+            [ -z "$advised" ] || core_env=(OPENBLAS_CORETYPE="$advised")
+            echo "   advice: OPENBLAS_CORETYPE=${advised:-(unset)}" >&2
         else
             core_env=(OPENBLAS_CORETYPE="$ct")
         fi

@@ -176,8 +176,10 @@ def headline(data, sizes):
 def setting_tables(s, d, sizes):
     cores = sorted({r.get("blas_core") for r in d["rows"] if r.get("blas_core")})
     env_ct = next((r["env"].get("OPENBLAS_CORETYPE") for r in d["rows"] if "env" in r), None)
+    isas = sorted({r.get("kernels_isa") for r in d["rows"] if r.get("kernels_isa")})
     print(f"\n### Core setting `{s}`: OPENBLAS_CORETYPE={env_ct or '(unset)'}; "
-          f"OpenBLAS core used: {', '.join(cores) or '?'}\n")
+          f"OpenBLAS core used: {', '.join(cores) or '?'}; "
+          f"tune's element-wise kernels: {', '.join(isas) or '?'}\n")
     sg, peak = d["sgemm"], d["peak"]
     if sg:
         print("SGEMM, tune's GEMM path (2 OpenMP threads x single-threaded OpenBLAS):\n")

@@ -173,7 +173,8 @@ static void check_scheduler(const tune_study *s)
 {
     struct tunep_scheduler *sched = NULL;
     tune_error err = {0};
-    FUZZ_CHECK(tunep_scheduler_new(&s->cfg.scheduler, &sched, &err) == TUNE_OK);
+    FUZZ_CHECK(tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &sched, &err) ==
+               TUNE_OK);
     FUZZ_CHECK(tunep_scheduler_time_attr(sched) != NULL);
     double max_t = s->cfg.scheduler.type == TUNEP_SCHED_ASHA ? s->cfg.scheduler.asha.max_t : 8.0;
     for (int64_t id = 0; id < 4; id++)
@@ -188,8 +189,11 @@ static void check_scheduler(const tune_study *s)
                 continue;
             double score = id == 3 ? -(double)INFINITY : (double)((id * 7 + step) % 5);
             enum tunep_decision d = tunep_scheduler_on_result(sched, id, 1, t, score);
-            FUZZ_CHECK(d == TUNEP_CONTINUE || d == TUNEP_STOP || d == TUNEP_TERMINATE);
-            running[id] = d == TUNEP_CONTINUE;
+            FUZZ_CHECK(d == TUNEP_CONTINUE || d == TUNEP_STOP || d == TUNEP_TERMINATE ||
+                       d == TUNEP_PAUSE || d == TUNEP_EXPLOIT);
+            if (d == TUNEP_PAUSE)
+                tunep_scheduler_on_trial_paused(sched, id);
+            running[id] = d == TUNEP_CONTINUE || d == TUNEP_EXPLOIT;
         }
     }
     for (int64_t id = 0; id < 4; id++)

@@ -15,6 +15,15 @@
  * smallest in a max-heap, the rest in a min-heap), so a record is O(log n) and
  * a cut-off O(1). Heap room is reserved when a trial joins a bracket, so
  * on_result never allocates and cannot fail.
+ *
+ * The promotion variant ("variant": "promotion") is the paper's Algorithm 2
+ * instead: a trial pauses at every rung it reaches (its score recorded
+ * there), and a free worker resumes, from the highest rung down, a paused
+ * trial in the top floor(n_k / rf) of the n_k recorded at its rung that was
+ * not promoted yet; only when there is none does a new trial start. Each rung
+ * keeps its entries split at that top: a min-heap of the top, a max-heap of
+ * the rest, and a max-heap of paused trials that entered the top (checked
+ * lazily when popped), so a record or a promotion is O(log n).
  */
 #include "schedulers/asha.h"
 
@@ -35,6 +44,12 @@ struct rung {
     double *buf;
     size_t cap;
     size_t n_low, n_high;
+    /* promotion variant only: entries split at the top floor(n_rec / rf) */
+    struct pentry *top;   /* min-heap: the worst of the top at the root */
+    struct pentry *rest;  /* max-heap: the best of the others at the root */
+    struct pentry *ready; /* max-heap: paused trials seen in the top (stale ones skipped) */
+    size_t n_top, n_rest, n_ready, pcap;
+    size_t n_rec, promoted, paused;
 };
 
 struct bracket {
@@ -47,6 +62,25 @@ struct slot {
     int32_t bracket;   /* -1: never added */
     int32_t active;    /* 0 once the trial completed */
     uint64_t recorded; /* bit k: a value is recorded at rungs[k] of the bracket */
+    /* promotion variant only */
+    uint64_t in_top, in_ready; /* bit k: its entry at rungs[k] is in the top / the ready heap */
+    int32_t pstate;            /* enum pstate */
+    int32_t cur;               /* the rung it paused at last (index), -1 before any */
+    double cur_score;          /* its score recorded there */
+};
+
+/* A trial's place in the promotion variant. */
+enum pstate {
+    PS_RUNNING = 0,
+    PS_PAUSING = 1, /* PAUSE answered, the controller has not paused it yet */
+    PS_PAUSED = 2,
+    PS_DONE = 3,
+};
+
+/* One recorded value in the promotion variant. */
+struct pentry {
+    double score;
+    int64_t id;
 };
 
 struct tunep_asha {
@@ -166,6 +200,117 @@ static tune_status rung_reserve(struct rung *r, size_t need)
     return TUNE_OK;
 }
 
+/* ---- promotion rungs --------------------------------------------------------- */
+
+/* Ranking of recorded values: the higher score, then the lower trial id (deterministic). */
+static int better(struct pentry a, struct pentry b)
+{
+    return a.score > b.score || (a.score == b.score && a.id < b.id);
+}
+
+/* above(a, b): a belongs nearer the root; worst_first for the min-heap of the top. */
+static int above(struct pentry a, struct pentry b, int worst_first)
+{
+    return worst_first ? better(b, a) : better(a, b);
+}
+
+static void pheap_push(struct pentry *h, size_t *n, struct pentry e, int worst_first)
+{
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!above(e, h[parent], worst_first))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = e;
+}
+
+static struct pentry pheap_pop(struct pentry *h, size_t *n, int worst_first)
+{
+    struct pentry top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && above(h[c + 1], h[c], worst_first))
+            c++;
+        if (!above(h[c], last, worst_first))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+static tune_status prung_reserve(struct rung *r, size_t need)
+{
+    if (r->pcap >= need)
+        return TUNE_OK;
+    size_t cap = r->pcap ? r->pcap : 16;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2 / sizeof(struct pentry))
+            return TUNE_ENOMEM;
+        cap *= 2;
+    }
+    struct pentry *h[3] = {r->top, r->rest, r->ready};
+    for (int i = 0; i < 3; i++) {
+        struct pentry *p = tunep_realloc(h[i], r->pcap * sizeof *p, cap * sizeof *p);
+        if (!p)
+            return TUNE_ENOMEM; /* the arrays grown so far stay valid with the old count */
+        h[i] = p;
+        if (i == 0)
+            r->top = p;
+        else if (i == 1)
+            r->rest = p;
+        else
+            r->ready = p;
+    }
+    r->pcap = cap;
+    return TUNE_OK;
+}
+
+/* A paused trial whose entry at rungs[k] is in the top becomes promotable. */
+static void mark_ready(struct tunep_asha *a, struct rung *r, int k, int64_t id)
+{
+    struct slot *sl = &a->slots[id];
+    uint64_t bit = (uint64_t)1 << k;
+    if (sl->pstate != PS_PAUSED || sl->cur != k || !(sl->in_top & bit) || (sl->in_ready & bit))
+        return;
+    sl->in_ready |= bit;
+    pheap_push(r->ready, &r->n_ready, (struct pentry){sl->cur_score, id}, 0);
+}
+
+/* Records id's score at rungs[k] and keeps the top at floor(n_rec / rf) entries. */
+static void prung_insert(struct tunep_asha *a, struct rung *r, int k, int64_t id, double score)
+{
+    uint64_t bit = (uint64_t)1 << k;
+    struct pentry e = {score, id};
+    r->n_rec++;
+    size_t m = (size_t)floor((double)r->n_rec / a->cfg.reduction_factor);
+    if (r->n_top > 0 && better(e, r->top[0])) {
+        pheap_push(r->top, &r->n_top, e, 1);
+        a->slots[id].in_top |= bit;
+    } else {
+        pheap_push(r->rest, &r->n_rest, e, 0);
+    }
+    while (r->n_top > m) {
+        struct pentry x = pheap_pop(r->top, &r->n_top, 1);
+        a->slots[x.id].in_top &= ~bit;
+        pheap_push(r->rest, &r->n_rest, x, 0);
+    }
+    while (r->n_top < m && r->n_rest > 0) {
+        struct pentry x = pheap_pop(r->rest, &r->n_rest, 0);
+        a->slots[x.id].in_top |= bit;
+        pheap_push(r->top, &r->n_top, x, 1);
+        mark_ready(a, r, k, x.id);
+    }
+}
+
 /* ---- construction ---------------------------------------------------------- */
 
 int tunep_asha_rung_count(const struct tunep_asha_config *c, int s)
@@ -186,8 +331,12 @@ void tunep_asha_free(struct tunep_asha *a)
     if (a->brackets) {
         for (int b = 0; b < a->bracket_count; b++) {
             struct bracket *br = &a->brackets[b];
-            for (int k = 0; br->rungs && k < br->rung_count; k++)
+            for (int k = 0; br->rungs && k < br->rung_count; k++) {
                 tunep_free(br->rungs[k].buf);
+                tunep_free(br->rungs[k].top);
+                tunep_free(br->rungs[k].rest);
+                tunep_free(br->rungs[k].ready);
+            }
             tunep_free(br->rungs);
         }
     }
@@ -286,8 +435,11 @@ tune_status tunep_asha_on_trial_add(struct tunep_asha *a, int64_t trial_id, doub
         return TUNE_EINVAL;
     struct slot *sl = find_slot(a, trial_id);
     if (sl) {
-        /* A retry: same bracket, same recorded values. */
+        /* A retry (or a resume): same bracket, same recorded values. */
+        if (sl->pstate == PS_PAUSED && sl->cur >= 0)
+            a->brackets[sl->bracket].rungs[sl->cur].paused--;
         sl->active = 1;
+        sl->pstate = PS_RUNNING;
         return TUNE_OK;
     }
     if ((uint64_t)trial_id >= a->slot_cap) {
@@ -301,20 +453,20 @@ tune_status tunep_asha_on_trial_add(struct tunep_asha *a, int64_t trial_id, doub
         if (!slots)
             return TUNE_ENOMEM;
         for (size_t i = a->slot_cap; i < cap; i++)
-            slots[i] = (struct slot){.bracket = -1, .active = 0, .recorded = 0};
+            slots[i] = (struct slot){.bracket = -1, .cur = -1};
         a->slots = slots;
         a->slot_cap = cap;
     }
     int s = choose_bracket(a, u);
     struct bracket *br = &a->brackets[s];
-    for (int k = 0; k < br->rung_count; k++)
-        if (rung_reserve(&br->rungs[k], br->assigned + 1) != TUNE_OK)
+    for (int k = 0; k < br->rung_count; k++) {
+        if (a->cfg.promotion ? prung_reserve(&br->rungs[k], br->assigned + 1) != TUNE_OK
+                             : rung_reserve(&br->rungs[k], br->assigned + 1) != TUNE_OK)
             return TUNE_ENOMEM;
+    }
     br->assigned++;
     sl = &a->slots[trial_id];
-    sl->bracket = s;
-    sl->active = 1;
-    sl->recorded = 0;
+    *sl = (struct slot){.bracket = s, .active = 1, .cur = -1, .pstate = PS_RUNNING};
     return TUNE_OK;
 }
 
@@ -340,11 +492,65 @@ static enum tunep_decision bracket_on_result(struct tunep_asha *a, struct slot *
     return action;
 }
 
+/* The highest rung (lowest index) that t reached, or rung_count when none. */
+static int rung_reached(const struct bracket *br, double t)
+{
+    int k = 0;
+    while (k < br->rung_count && !(t >= br->rungs[k].milestone))
+        k++;
+    return k;
+}
+
+/* Records a promotion-variant trial at the highest rung t reached, unless it is recorded
+ * there or higher already. Returns the rung, or -1 when nothing was recorded. */
+static int promo_record(struct tunep_asha *a, struct slot *sl, int64_t id, double t, double score)
+{
+    struct bracket *br = &a->brackets[sl->bracket];
+    int k = rung_reached(br, t);
+    if (k == br->rung_count)
+        return -1;
+    uint64_t at_or_above = k >= 63 ? ~(uint64_t)0 : ((uint64_t)1 << (k + 1)) - 1;
+    if (sl->recorded & at_or_above)
+        return -1; /* bits 0..k: this rung or a higher one */
+    sl->recorded |= (uint64_t)1 << k;
+    sl->cur = k;
+    sl->cur_score = score;
+    prung_insert(a, &br->rungs[k], k, id, score);
+    return k;
+}
+
+/* Promotion variant: pause at each new rung; max_t ends the trial. */
+static enum tunep_decision promo_on_result(struct tunep_asha *a, struct slot *sl, int64_t id,
+                                           double t, double score)
+{
+    if (sl->pstate == PS_PAUSING)
+        return TUNEP_PAUSE; /* already told */
+    if (sl->pstate != PS_RUNNING)
+        return TUNEP_CONTINUE;
+    if (t >= a->cfg.max_t && a->cfg.stop_last_trials) {
+        a->num_stopped++;
+        return TUNEP_TERMINATE; /* its last result is recorded when it completes */
+    }
+    int k = promo_record(a, sl, id, t, score);
+    if (k < 0)
+        return TUNEP_CONTINUE;
+    if (a->brackets[sl->bracket].rungs[k].milestone >= a->cfg.max_t)
+        return TUNEP_CONTINUE; /* past max_t without stop_last_trials: nothing to wait for */
+    sl->pstate = PS_PAUSING;
+    return TUNEP_PAUSE;
+}
+
 enum tunep_decision tunep_asha_on_result(struct tunep_asha *a, int64_t trial_id, int has_t,
                                          double t, double score)
 {
     if (!has_t)
         return TUNEP_CONTINUE;
+    if (a->cfg.promotion) {
+        struct slot *sl = find_slot(a, trial_id);
+        if (!sl || !sl->active || isnan(t))
+            return TUNEP_CONTINUE;
+        return promo_on_result(a, sl, trial_id, t, isnan(score) ? -HUGE_VAL : score);
+    }
     if (isnan(score))
         score = -HUGE_VAL; /* the controller does this already; never let NaN into a heap */
     if (t >= a->cfg.max_t && a->cfg.stop_last_trials) {
@@ -366,13 +572,102 @@ void tunep_asha_on_trial_complete(struct tunep_asha *a, int64_t trial_id, int ha
     struct slot *sl = find_slot(a, trial_id);
     if (!sl || !sl->active)
         return;
-    if (has_result)
-        (void)bracket_on_result(a, sl, last_t, isnan(last_score) ? -HUGE_VAL : last_score);
+    double score = isnan(last_score) ? -HUGE_VAL : last_score;
+    if (a->cfg.promotion) {
+        /* Ray's on_trial_complete: the final result may fill a rung; a paused trial that the
+         * controller ends (the study is over) keeps its entry but is no longer promotable. */
+        if (sl->pstate == PS_PAUSED && sl->cur >= 0)
+            a->brackets[sl->bracket].rungs[sl->cur].paused--;
+        if (has_result && sl->pstate == PS_RUNNING && !isnan(last_t))
+            (void)promo_record(a, sl, trial_id, last_t, score);
+        sl->pstate = PS_DONE;
+    } else if (has_result) {
+        (void)bracket_on_result(a, sl, last_t, score);
+    }
     sl->active = 0;
+}
+
+void tunep_asha_on_trial_paused(struct tunep_asha *a, int64_t trial_id)
+{
+    struct slot *sl = find_slot(a, trial_id);
+    if (!a->cfg.promotion || !sl || !sl->active || sl->pstate != PS_PAUSING)
+        return;
+    struct rung *r = &a->brackets[sl->bracket].rungs[sl->cur];
+    sl->pstate = PS_PAUSED;
+    r->paused++;
+    mark_ready(a, r, sl->cur, trial_id);
+}
+
+enum tunep_next tunep_asha_choose(struct tunep_asha *a, int new_left, int64_t n_running,
+                                  int64_t *ret_id)
+{
+    if (!a->cfg.promotion)
+        return TUNEP_NEXT_NEW;
+    /* Algorithm 2's get_job: from the top rung down. Rung index k has the same milestone
+     * in every bracket (bracket s has s fewer rungs, starting s rungs higher). */
+    int max_rungs = 0;
+    for (int b = 0; b < a->bracket_count; b++)
+        if (a->brackets[b].rung_count > max_rungs)
+            max_rungs = a->brackets[b].rung_count;
+    for (int k = 0; k < max_rungs; k++) {
+        uint64_t bit = (uint64_t)1 << k;
+        for (int b = 0; b < a->bracket_count; b++) {
+            if (k >= a->brackets[b].rung_count)
+                continue;
+            struct rung *r = &a->brackets[b].rungs[k];
+            while (r->n_ready > 0) {
+                struct pentry e = pheap_pop(r->ready, &r->n_ready, 0);
+                struct slot *sl = &a->slots[e.id];
+                sl->in_ready &= ~bit;
+                if (!sl->active || sl->pstate != PS_PAUSED || sl->cur != k || !(sl->in_top & bit))
+                    continue; /* resumed, ended or pushed out of the top since */
+                sl->pstate = PS_RUNNING;
+                r->paused--;
+                r->promoted++;
+                if (ret_id)
+                    *ret_id = e.id;
+                return TUNEP_NEXT_RESUME;
+            }
+        }
+    }
+    if (new_left)
+        return TUNEP_NEXT_NEW;
+    /* A running trial may still lift a paused one into the top of its rung. */
+    return n_running > 0 ? TUNEP_NEXT_WAIT : TUNEP_NEXT_NEW;
+}
+
+static void promo_describe(const struct tunep_asha *a, double sign, struct tunep_buf *buf)
+{
+    for (int s = 0; s < a->bracket_count; s++) {
+        const struct bracket *br = &a->brackets[s];
+        tunep_buf_printf(buf, "ASHA (promotion): bracket %d:", s);
+        if (br->rung_count == 0)
+            tunep_buf_puts(buf, " no rungs");
+        for (int k = br->rung_count - 1; k >= 0; k--) {
+            const struct rung *r = &br->rungs[k];
+            char ms[64];
+            tunep_format_double(ms, sizeof ms, r->milestone);
+            tunep_buf_printf(buf, " rung %s: %zu recorded, %zu promoted, %zu paused", ms, r->n_rec,
+                             r->promoted, r->paused);
+            if (r->n_top > 0) {
+                char cut[64];
+                /* Six significant digits: a progress display, not a record. */
+                snprintf(cut, sizeof cut, "%.6g", sign * r->top[0].score);
+                tunep_buf_printf(buf, ", top %zu from %s", r->n_top, cut);
+            }
+            if (k > 0)
+                tunep_buf_puts(buf, ";");
+        }
+        tunep_buf_puts(buf, "\n");
+    }
 }
 
 void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_buf *buf)
 {
+    if (a->cfg.promotion) {
+        promo_describe(a, sign, buf);
+        return;
+    }
     for (int s = 0; s < a->bracket_count; s++) {
         const struct bracket *br = &a->brackets[s];
         tunep_buf_printf(buf, "ASHA: bracket %d:", s);
@@ -433,16 +728,30 @@ double tunep_asha_milestone(const struct tunep_asha *a, int bracket, int rung)
 size_t tunep_asha_recorded(const struct tunep_asha *a, int bracket, int rung)
 {
     const struct rung *r = get_rung(a, bracket, rung);
-    return r ? rung_count_values(r) : 0;
+    if (!r)
+        return 0;
+    return a->cfg.promotion ? r->n_rec : rung_count_values(r);
 }
 
 int tunep_asha_cutoff(const struct tunep_asha *a, int bracket, int rung, double *ret_cutoff)
 {
     const struct rung *r = get_rung(a, bracket, rung);
+    if (a->cfg.promotion) {
+        if (!r || r->n_top == 0)
+            return 0;
+        *ret_cutoff = r->top[0].score;
+        return 1;
+    }
     if (!r || rung_count_values(r) == 0)
         return 0;
     *ret_cutoff = rung_cutoff(r, a->q);
     return 1;
+}
+
+size_t tunep_asha_promoted(const struct tunep_asha *a, int bracket, int rung)
+{
+    const struct rung *r = get_rung(a, bracket, rung);
+    return r && a->cfg.promotion ? r->promoted : 0;
 }
 
 int tunep_asha_trial_bracket(const struct tunep_asha *a, int64_t trial_id)

@@ -45,6 +45,10 @@ enum tunep_decision tunep_asha_on_result(struct tunep_asha *a, int64_t trial_id,
                                          double t, double score);
 void tunep_asha_on_trial_complete(struct tunep_asha *a, int64_t trial_id, int has_result,
                                   double last_t, double last_score);
+/* Promotion variant only (no-ops, or NEW, for Ray's stopping variant). */
+void tunep_asha_on_trial_paused(struct tunep_asha *a, int64_t trial_id);
+enum tunep_next tunep_asha_choose(struct tunep_asha *a, int new_left, int64_t n_running,
+                                  int64_t *ret_id);
 void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_buf *buf);
 /* Borrowed; valid until the scheduler is freed. */
 const char *tunep_asha_time_attr(const struct tunep_asha *a);
@@ -52,15 +56,19 @@ const char *tunep_asha_time_attr(const struct tunep_asha *a);
 /*
  * Inspection for tests and tools: the bracket count, a bracket's rung count,
  * a rung's milestone, number of recorded values and cut-off (returns 0 and
- * leaves *ret_cutoff alone when the rung is empty). Rungs are indexed in
- * descending milestone order, as Ray keeps them. The trial's bracket, or -1
- * when the trial is unknown or finished.
+ * leaves *ret_cutoff alone when the rung is empty; in the promotion variant
+ * the cut-off is the worst score in the rung's top floor(n / rf), and 0 is
+ * returned while that top is empty), and the number of trials promoted from
+ * it (promotion variant). Rungs are indexed in descending milestone order, as
+ * Ray keeps them. The trial's bracket, or -1 when the trial is unknown or
+ * finished.
  */
 int tunep_asha_bracket_count(const struct tunep_asha *a);
 int tunep_asha_rung_count_of(const struct tunep_asha *a, int bracket);
 double tunep_asha_milestone(const struct tunep_asha *a, int bracket, int rung);
 size_t tunep_asha_recorded(const struct tunep_asha *a, int bracket, int rung);
 int tunep_asha_cutoff(const struct tunep_asha *a, int bracket, int rung, double *ret_cutoff);
+size_t tunep_asha_promoted(const struct tunep_asha *a, int bracket, int rung);
 int tunep_asha_trial_bracket(const struct tunep_asha *a, int64_t trial_id);
 
 /* The ASHA state of a scheduler, or NULL for FIFO. */

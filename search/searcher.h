@@ -95,6 +95,9 @@ struct tunep_qmc_config {
  */
 tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config *c,
                           uint64_t seed, struct tunep_searcher **ret, tune_error *err);
+/* BOHB's model (search/bohb.c): TPE fitted on the largest budget with enough results. */
+tune_status tunep_bohb_new(const tune_space *space, const struct tunep_tpe_config *c,
+                           uint64_t seed, struct tunep_searcher **ret, tune_error *err);
 tune_status tunep_gp_new(const tune_space *space, const struct tunep_gp_config *c, uint64_t seed,
                          struct tunep_searcher **ret, tune_error *err);
 tune_status tunep_sobol_new(const tune_space *space, const struct tunep_qmc_config *c,

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 
 const char *tunep_dist_name(enum tunep_dist dist)
@@ -485,21 +486,20 @@ static int64_t floor_clamp(double x, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *out)
+void tunep_space_value_at(const struct tunep_param *p, double u, struct tunep_value *out)
 {
-    double u;
     switch (p->dist) {
         case TUNEP_DIST_UNIFORM:
             out->type = TUNEP_V_DOUBLE;
-            out->u.d = draw_uniform(p->lo, p->hi, gsl_rng_uniform(r));
+            out->u.d = draw_uniform(p->lo, p->hi, u);
             return;
         case TUNEP_DIST_QUNIFORM:
             out->type = TUNEP_V_DOUBLE;
-            out->u.d = quantize(draw_uniform(p->lo, p->hi, gsl_rng_uniform(r)), p->q);
+            out->u.d = quantize(draw_uniform(p->lo, p->hi, u), p->q);
             return;
         case TUNEP_DIST_LOGUNIFORM:
         case TUNEP_DIST_QLOGUNIFORM: {
-            double x = draw_log(p->lo, p->hi, p->base, gsl_rng_uniform(r));
+            double x = draw_log(p->lo, p->hi, p->base, u);
             if (x >= p->hi)
                 x = nextafter(p->hi, 0.0);
             if (x < p->lo)
@@ -509,34 +509,33 @@ static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *ou
             return;
         }
         case TUNEP_DIST_RANDN:
+        case TUNEP_DIST_QRANDN: {
+            /* Clamped to +-8.2 sd: within the 64 sd that tunep_space_check() keeps finite. */
+            double uc = u < 0x1.0p-53 ? 0x1.0p-53 : u > 1.0 - 0x1.0p-53 ? 1.0 - 0x1.0p-53 : u;
+            double x = p->lo + p->hi * gsl_cdf_ugaussian_Pinv(uc);
             out->type = TUNEP_V_DOUBLE;
-            out->u.d = p->lo + gsl_ran_gaussian(r, p->hi);
+            out->u.d = p->dist == TUNEP_DIST_QRANDN ? quantize(x, p->q) : x;
             return;
-        case TUNEP_DIST_QRANDN:
-            out->type = TUNEP_V_DOUBLE;
-            out->u.d = quantize(p->lo + gsl_ran_gaussian(r, p->hi), p->q);
-            return;
+        }
         case TUNEP_DIST_RANDINT: {
             uint64_t span = (uint64_t)p->ihi - (uint64_t)p->ilo; /* >= 1 values */
             out->type = TUNEP_V_INT;
-            out->u.i = add_offset(p->ilo, scale_incl(gsl_rng_uniform(r), span - 1));
+            out->u.i = add_offset(p->ilo, scale_incl(u, span - 1));
             return;
         }
         case TUNEP_DIST_QRANDINT: {
             uint64_t span = (uint64_t)p->ihi - (uint64_t)p->ilo;
             out->type = TUNEP_V_INT;
-            out->u.i = round_to_q(p->ilo, scale_incl(gsl_rng_uniform(r), span), p->iq);
+            out->u.i = round_to_q(p->ilo, scale_incl(u, span), p->iq);
             return;
         }
         case TUNEP_DIST_LOGRANDINT:
-            u = gsl_rng_uniform(r);
             out->type = TUNEP_V_INT;
             out->u.i = floor_clamp(draw_log((double)p->ilo, (double)p->ihi, p->base, u), p->ilo,
                                    p->ihi - 1);
             return;
         case TUNEP_DIST_QLOGRANDINT: {
             /* Ray: Integer(low, high + 1).loguniform(), so floor() reaches high. */
-            u = gsl_rng_uniform(r);
             double x = draw_log((double)p->ilo, (double)p->ihi + 1.0, p->base, u);
             int64_t v = floor_clamp(x, p->ilo, p->ihi);
             out->type = TUNEP_V_INT;
@@ -544,14 +543,30 @@ static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *ou
             return;
         }
         case TUNEP_DIST_CHOICE:
-            *out = p->values[scale_incl(gsl_rng_uniform(r), p->n_values - 1)];
-            return;
-        case TUNEP_DIST_GRID:
+        case TUNEP_DIST_GRID: *out = p->values[scale_incl(u, p->n_values - 1)]; return;
         case TUNEP_DIST_CONST: *out = p->values[0]; return;
         case TUNEP_DIST_COUNT: break;
     }
     out->type = TUNEP_V_DOUBLE;
     out->u.d = (double)NAN;
+}
+
+/* One gsl_rng_uniform per parameter; normals draw gsl_ran_gaussian (Ray's np.random.normal). */
+static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *out)
+{
+    switch (p->dist) {
+        case TUNEP_DIST_RANDN:
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = p->lo + gsl_ran_gaussian(r, p->hi);
+            return;
+        case TUNEP_DIST_QRANDN:
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = quantize(p->lo + gsl_ran_gaussian(r, p->hi), p->q);
+            return;
+        case TUNEP_DIST_GRID:
+        case TUNEP_DIST_CONST: *out = p->values[0]; return;
+        default: tunep_space_value_at(p, gsl_rng_uniform(r), out); return;
+    }
 }
 
 void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index,

@@ -111,6 +111,15 @@ uint64_t tunep_space_grid_size(const tune_space *space, int expand_choices, tune
 void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index,
                         int expand_choices, struct tunep_value *out);
 
+/*
+ * The value of parameter p at position u in [0, 1): what tunep_space_sample()
+ * makes of a gsl_rng_uniform() draw of u (same rounding and bounds), and for
+ * randn/qrandn mean + sd * inverse-normal-CDF(u), u clamped to +-8.2 sd.
+ * Choices and grid axes take value floor(u * n_values); constants their value.
+ * The quasi-random and model-based searchers map their unit cube through it.
+ */
+void tunep_space_value_at(const struct tunep_param *p, double u, struct tunep_value *out);
+
 /* Deep-copies a space (for a study that keeps its own). */
 tune_status tunep_space_clone(const tune_space *src, tune_space **ret, tune_error *err);
 

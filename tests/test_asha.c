@@ -39,7 +39,7 @@ static struct tunep_scheduler *new_asha(double grace, double max_t, double rf, i
     struct tunep_scheduler_config c = asha_config(grace, max_t, rf, brackets, stop_last);
     struct tunep_scheduler *s = NULL;
     tune_error err;
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, &err), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_OK);
     ck_assert_ptr_nonnull(s);
     return s;
 }
@@ -191,15 +191,15 @@ START_TEST(test_new_rejects_bad_options)
     struct tunep_scheduler *s = NULL;
     tune_error err;
     struct tunep_scheduler_config c = asha_config(1, 100, 1, 1, 1);
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
     c = asha_config(0, 100, 4, 1, 1);
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
     c = asha_config(200, 100, 4, 1, 1);
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
     c = asha_config(1, 100, 4, 0, 1);
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
     c = asha_config(1, 1e6, 1.01, 1, 1); /* 1389 rungs */
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
     ck_assert_ptr_null(s);
 }
 END_TEST
@@ -458,7 +458,7 @@ START_TEST(test_fifo)
     ck_assert_int_eq(c.asha.brackets, 1);
     ck_assert_int_eq(c.asha.stop_last_trials, 1);
     struct tunep_scheduler *s = NULL;
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
     ck_assert_ptr_null(tunep_scheduler_asha(s));
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "training_iteration");
     for (int i = 0; i < 10; i++) {
@@ -477,7 +477,7 @@ START_TEST(test_fifo)
 
     c.type = TUNEP_SCHED_ASHA;
     strcpy(c.asha.time_attr, "epoch");
-    ck_assert_int_eq(tunep_scheduler_new(&c, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "epoch");
     tunep_scheduler_free(s);
 }
@@ -554,7 +554,7 @@ START_TEST(test_alloc_failures)
         struct tunep_scheduler *s = NULL;
         tune_error err;
         tune_test_alloc_fail_after(n); /* jansson's test_chaos: the n-th allocation fails */
-        tune_status st = tunep_scheduler_new(&c, &s, &err);
+        tune_status st = tunep_scheduler_new(&c, NULL, 0, &s, &err);
         for (int i = 0; st == TUNE_OK && i < 200; i++) {
             st = tunep_scheduler_on_trial_add(s, i, (i % 10) / 10.0);
             if (st == TUNE_OK)
@@ -575,6 +575,311 @@ START_TEST(test_alloc_failures)
             ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 1000, 0.0), TUNE_OK);
             tunep_scheduler_on_result(s, 1000, 1, 1, 0.0);
             ck_assert_uint_eq(tunep_asha_recorded(a, 0, 3), before + 1);
+        }
+        tunep_scheduler_free(s); /* ASan reports any leak */
+    }
+}
+END_TEST
+
+/* ---- promotion variant (ASHA paper, Algorithm 2) ----------------------------------- */
+
+static struct tunep_scheduler *new_promotion(double grace, double max_t, double rf, int brackets,
+                                             int stop_last)
+{
+    struct tunep_scheduler_config c = asha_config(grace, max_t, rf, brackets, stop_last);
+    c.asha.promotion = 1;
+    struct tunep_scheduler *s = NULL;
+    tune_error err;
+    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_OK);
+    return s;
+}
+
+/* Distinct known scores: a fixed permutation of the ids. */
+static double promo_score(int64_t id)
+{
+    return (double)((id * 7919) % 10007) / 10007.0;
+}
+
+static int by_promo_score_desc(const void *a, const void *b)
+{
+    double x = promo_score(*(const int64_t *)a), y = promo_score(*(const int64_t *)b);
+    return (x < y) - (x > y);
+}
+
+START_TEST(test_promotion_top_fraction)
+{
+    /* rf 4, rungs 1, 4, 16, 64 (= max_t). All 64 trials pause at rung 1 before any worker
+     * is free: the promotions from rung 1 are exactly the top floor(64 / 4) = 16, best
+     * first; from rung 4 the top 4 of those, from rung 16 the top 1. */
+    enum { N = 64 };
+    struct tunep_scheduler *s = new_promotion(1, 64, 4, 1, 1);
+    struct tunep_asha *a = tunep_scheduler_asha(s);
+    int64_t ids[N], level[N], n_level = N;
+    for (int64_t i = 0; i < N; i++) {
+        ck_assert_int_eq(tunep_scheduler_on_trial_add(s, i, 0.5), TUNE_OK);
+        ck_assert_int_eq(tunep_scheduler_on_result(s, i, 1, 0.5, 0.0), TUNEP_CONTINUE);
+        ck_assert_int_eq(tunep_scheduler_on_result(s, i, 1, 1, promo_score(i)), TUNEP_PAUSE);
+        tunep_scheduler_on_trial_paused(s, i);
+        ids[i] = i;
+        level[i] = i;
+    }
+    static const double milestones[3] = {1, 4, 16};
+    static const int rung_index[3] = {3, 2, 1};
+    for (int k = 0; k < 3; k++) {
+        qsort(level, (size_t)n_level, sizeof *level, by_promo_score_desc);
+        int64_t want = n_level / 4;
+        int64_t got[N], n_got = 0, id;
+        enum tunep_next next;
+        while ((next = tunep_scheduler_choose(s, 0, n_got, &id)) == TUNEP_NEXT_RESUME)
+            got[n_got++] = id;
+        ck_assert_int_eq(next, n_got > 0 ? TUNEP_NEXT_WAIT : TUNEP_NEXT_NEW);
+        ck_assert_int_eq(n_got, want);
+        for (int64_t j = 0; j < want; j++)
+            ck_assert_int_eq(got[j], level[j]); /* the top, best first */
+        ck_assert_uint_eq(tunep_asha_recorded(a, 0, rung_index[k]), (size_t)n_level);
+        ck_assert_uint_eq(tunep_asha_promoted(a, 0, rung_index[k]), (size_t)want);
+        /* the promoted trials run to the next rung and pause there (or end at max_t) */
+        double next_t = k < 2 ? milestones[k + 1] : 64;
+        for (int64_t j = 0; j < want; j++) {
+            int64_t t = got[j];
+            ck_assert_int_eq(tunep_scheduler_on_result(s, t, 1, milestones[k] + 1, promo_score(t)),
+                             next_t > milestones[k] + 1 ? TUNEP_CONTINUE : TUNEP_PAUSE);
+            enum tunep_decision d = tunep_scheduler_on_result(s, t, 1, next_t, promo_score(t));
+            if (k < 2) {
+                ck_assert_int_eq(d, TUNEP_PAUSE);
+                tunep_scheduler_on_trial_paused(s, t);
+            } else {
+                ck_assert_int_eq(d, TUNEP_TERMINATE);
+                tunep_scheduler_on_trial_complete(s, t, 1, next_t, promo_score(t));
+            }
+        }
+        memcpy(level, got, (size_t)want * sizeof *level);
+        n_level = want;
+    }
+    /* The winner's final result fills the max_t rung. */
+    ck_assert_uint_eq(tunep_asha_recorded(a, 0, 0), 1);
+    (void)ids;
+    int64_t id;
+    ck_assert_int_eq(tunep_scheduler_choose(s, 0, 0, &id), TUNEP_NEXT_NEW);
+    ck_assert_int_eq(tunep_scheduler_choose(s, 1, 0, &id), TUNEP_NEXT_NEW);
+    tunep_scheduler_free(s);
+}
+END_TEST
+
+/* ---- an asynchronous run against a brute-force rung table ---- */
+
+enum { PN = 400, PW = 8, PRUNGS = 4 };
+
+struct promo_sim {
+    struct tunep_scheduler *s;
+    double rf;
+    double milestone[PRUNGS]; /* ascending: 1, 3, 9, 27 */
+    int64_t rung_ids[PRUNGS][PN];
+    int n_rung[PRUNGS];
+    int promoted[PRUNGS][PN];
+    int paused_at[PN]; /* rung (ascending index) it is paused at, -1 if not paused */
+};
+
+/* Is id among the top floor(n / rf) recorded at rung k (best score, then lower id)? */
+static int in_top(const struct promo_sim *m, int k, int64_t id)
+{
+    int n = m->n_rung[k], better = 0;
+    int64_t m_top = (int64_t)floor(n / m->rf);
+    for (int j = 0; j < n; j++) {
+        int64_t o = m->rung_ids[k][j];
+        if (promo_score(o) > promo_score(id) || (promo_score(o) == promo_score(id) && o < id))
+            better++;
+    }
+    return better < m_top;
+}
+
+/* No paused trial may be promotable when choose() answers NEW or WAIT. */
+static void check_nothing_promotable(const struct promo_sim *m)
+{
+    for (int64_t i = 0; i < PN; i++) {
+        int k = m->paused_at[i];
+        if (k >= 0)
+            ck_assert_msg(!in_top(m, k, i) || m->promoted[k][i],
+                          "trial %lld is promotable at rung %d", (long long)i, k);
+    }
+}
+
+START_TEST(test_promotion_async)
+{
+    /* rf 3, rungs 1, 3, 9, 27 (max_t 30 is not a rung: the top rung promotes to it). */
+    static struct promo_sim m;
+    memset(&m, 0, sizeof m);
+    m.rf = 3;
+    for (int k = 0; k < PRUNGS; k++)
+        m.milestone[k] = pow(3, k);
+    m.s = new_promotion(1, 30, 3, 1, 1);
+    for (int64_t i = 0; i < PN; i++)
+        m.paused_at[i] = -1;
+    int64_t running[PW], started = 0, promotions = 0, terminated = 0;
+    int n_running = 0;
+    double t[PN] = {0};
+    uint64_t x = 99;
+    for (long guard = 0; guard < 10000000; guard++) {
+        /* fill the free workers */
+        while (n_running < PW) {
+            int64_t id;
+            int new_left = started < PN;
+            enum tunep_next next = tunep_scheduler_choose(m.s, new_left, n_running, &id);
+            if (next == TUNEP_NEXT_RESUME) {
+                int k = m.paused_at[id];
+                ck_assert_int_ge(k, 0);
+                ck_assert_msg(in_top(&m, k, id), "trial %lld promoted from outside the top",
+                              (long long)id);
+                ck_assert(!m.promoted[k][id]);
+                m.promoted[k][id] = 1;
+                m.paused_at[id] = -1;
+                running[n_running++] = id;
+                promotions++;
+                continue;
+            }
+            check_nothing_promotable(&m);
+            if (next == TUNEP_NEXT_NEW && new_left) {
+                ck_assert_int_eq(tunep_scheduler_on_trial_add(m.s, started, 0.5), TUNE_OK);
+                running[n_running++] = started++;
+                continue;
+            }
+            ck_assert_int_eq(next, n_running > 0 ? TUNEP_NEXT_WAIT : TUNEP_NEXT_NEW);
+            break;
+        }
+        if (n_running == 0)
+            break;
+        /* a random running trial reports its next iteration */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int j = (int)(x % (uint64_t)n_running);
+        int64_t id = running[j];
+        t[id] += 1;
+        enum tunep_decision d = tunep_scheduler_on_result(m.s, id, 1, t[id], promo_score(id));
+        if (d == TUNEP_CONTINUE)
+            continue;
+        running[j] = running[--n_running];
+        if (d == TUNEP_PAUSE) {
+            int k = 0;
+            while (k < PRUNGS && m.milestone[k] != t[id])
+                k++;
+            ck_assert_msg(k < PRUNGS, "paused at t=%g, not a rung", t[id]);
+            m.rung_ids[k][m.n_rung[k]++] = id;
+            m.paused_at[id] = k;
+            tunep_scheduler_on_trial_paused(m.s, id);
+        } else {
+            ck_assert_int_eq(d, TUNEP_TERMINATE);
+            ck_assert_double_eq(t[id], 30);
+            tunep_scheduler_on_trial_complete(m.s, id, 1, t[id], promo_score(id));
+            terminated++;
+        }
+    }
+    ck_assert_int_eq(started, PN);
+    /* Every trial in the final top floor(n_k / rf) of each rung was promoted from it. */
+    struct tunep_asha *a = tunep_scheduler_asha(m.s);
+    int64_t total = 0, from_top = 0;
+    for (int k = 0; k < PRUNGS; k++) {
+        int64_t want = (int64_t)floor(m.n_rung[k] / 3.0), got = 0;
+        for (int j = 0; j < m.n_rung[k]; j++) {
+            int64_t id = m.rung_ids[k][j];
+            if (in_top(&m, k, id))
+                ck_assert_msg(m.promoted[k][id], "rung %d: top trial %lld left paused", k,
+                              (long long)id);
+            got += m.promoted[k][id];
+        }
+        /* early promotions can exceed the final top (ASHA's known property) */
+        ck_assert_int_ge(got, want);
+        ck_assert_uint_eq(tunep_asha_promoted(a, 0, PRUNGS - 1 - k), (size_t)got);
+        ck_assert_uint_eq(tunep_asha_recorded(a, 0, PRUNGS - 1 - k), (size_t)m.n_rung[k]);
+        total += got;
+        from_top = got;
+    }
+    ck_assert_int_eq(total, promotions);
+    ck_assert_int_eq(m.n_rung[0], PN);
+    /* the trials promoted from the top rung (27) ran to max_t (30) */
+    ck_assert_int_gt(from_top, 0);
+    ck_assert_int_eq(terminated, from_top);
+    tunep_scheduler_free(m.s);
+}
+END_TEST
+
+START_TEST(test_promotion_edges)
+{
+    /* Without stop_last_trials, a rung at or past max_t records but does not pause. */
+    struct tunep_scheduler *s = new_promotion(1, 8, 2, 1, 0);
+    struct tunep_asha *a = tunep_scheduler_asha(s);
+    ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 0, 0.5), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 0, 1, 8.5, 0.3), TUNEP_CONTINUE);
+    ck_assert_uint_eq(tunep_asha_recorded(a, 0, 0), 1); /* rung 8 */
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 0, 1, 100, 0.3), TUNEP_CONTINUE);
+    /* A jump past several rungs records at the highest only, and pauses there. */
+    ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 1, 0.5), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 1, 1, 5, 0.3), TUNEP_PAUSE);
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 1, 1, 5, 0.3), TUNEP_PAUSE); /* still */
+    ck_assert_uint_eq(tunep_asha_recorded(a, 0, 1), 1);                        /* rung 4 */
+    ck_assert_uint_eq(tunep_asha_recorded(a, 0, 3), 0);                        /* rung 1 */
+    tunep_scheduler_on_trial_paused(s, 1);
+    /* One value at rung 4: floor(1 / 2) = 0 promotable; nothing runs: NEW, then the
+     * controller ends it. */
+    int64_t id;
+    ck_assert_int_eq(tunep_scheduler_choose(s, 0, 0, &id), TUNEP_NEXT_NEW);
+    ck_assert_int_eq(tunep_scheduler_choose(s, 0, 1, &id), TUNEP_NEXT_WAIT);
+    ck_assert_int_eq(tunep_scheduler_choose(s, 1, 1, &id), TUNEP_NEXT_NEW);
+    /* A second trial at rung 4 with a worse score: now the top 1 of 2 is trial 1. */
+    ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 2, 0.5), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 2, 1, 4, 0.1), TUNEP_PAUSE);
+    tunep_scheduler_on_trial_paused(s, 2);
+    double cut;
+    ck_assert(tunep_asha_cutoff(a, 0, 1, &cut));
+    ck_assert_double_eq(cut, 0.3);
+    ck_assert_int_eq(tunep_scheduler_choose(s, 0, 0, &id), TUNEP_NEXT_RESUME);
+    ck_assert_int_eq(id, 1);
+    /* The controller ends trial 2 at the end of the study: no longer promotable. */
+    tunep_scheduler_on_trial_complete(s, 2, 1, 4, 0.1);
+    /* A retried trial keeps its rungs: it does not pause at rung 4 again. */
+    ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 1, 0.5), TUNE_OK);
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 1, 1, 4, 0.3), TUNEP_CONTINUE);
+    ck_assert_int_eq(tunep_scheduler_on_result(s, 1, 1, 8, 0.3), TUNEP_CONTINUE); /* >= max_t */
+    struct tunep_buf buf;
+    tunep_buf_init(&buf);
+    tunep_scheduler_describe(s, 1.0, &buf);
+    ck_assert_str_eq(buf.data, "ASHA (promotion): bracket 0: rung 1: 0 recorded, 0 promoted, "
+                               "0 paused; rung 2: 0 recorded, 0 promoted, 0 paused; rung 4: 2 "
+                               "recorded, 1 promoted, 0 paused, top 1 from 0.3; rung 8: 2 "
+                               "recorded, 0 promoted, 0 paused, top 1 from 0.3\n");
+    tunep_buf_done(&buf);
+    tunep_scheduler_free(s);
+}
+END_TEST
+
+START_TEST(test_promotion_alloc_failures)
+{
+    int failures = 0;
+    for (long n = 0;; n++) {
+        struct tunep_scheduler_config c = asha_config(1, 100, 4, 3, 1);
+        c.asha.promotion = 1;
+        struct tunep_scheduler *s = NULL;
+        tune_error err;
+        tune_test_alloc_fail_after(n);
+        tune_status st = tunep_scheduler_new(&c, NULL, 0, &s, &err);
+        for (int i = 0; st == TUNE_OK && i < 200; i++) {
+            st = tunep_scheduler_on_trial_add(s, i, (i % 10) / 10.0);
+            if (st == TUNE_OK && tunep_scheduler_on_result(s, i, 1, 16, i % 7) == TUNEP_PAUSE)
+                tunep_scheduler_on_trial_paused(s, i);
+        }
+        tune_test_alloc_reset();
+        if (st == TUNE_OK && !tune_test_alloc_failed()) {
+            ck_assert_int_gt(failures, 5);
+            tunep_scheduler_free(s);
+            break;
+        }
+        ck_assert_int_eq(st, TUNE_ENOMEM);
+        failures++;
+        if (s) {
+            ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 1000, 0.0), TUNE_OK);
+            ck_assert_int_eq(tunep_scheduler_on_result(s, 1000, 1, 1, 0.0), TUNEP_PAUSE);
+            int64_t id;
+            (void)tunep_scheduler_choose(s, 0, 0, &id);
         }
         tunep_scheduler_free(s); /* ASan reports any leak */
     }
@@ -672,11 +977,13 @@ START_TEST(test_config_errors)
          "scheduler.time_attr: expected a string"},
         {"{\"scheduler\": {\"type\": \"asha\",\n\"time_attr\": \"\"}}", 2, 14,
          "scheduler.time_attr: must not be empty"},
-        {"{\"scheduler\": {\"type\": \"hyperband\"}}", 1, 24,
-         "scheduler.type: unknown scheduler 'hyperband' (expected one of: fifo, asha)"},
+        {"{\"scheduler\": {\"type\": \"hyperbnd\"}}", 1, 24,
+         "scheduler.type: unknown scheduler 'hyperbnd' (expected one of: fifo, asha, "
+         "median_stopping, hyperband, pbt)"},
         {"{\"scheduler\": {\"type\": 4}}", 1, 24, "scheduler.type: expected a string"},
         {"{\"scheduler\": {\"max_t\": 10}}", 1, 16,
-         "scheduler.max_t: not an option of the fifo scheduler (set \"type\": \"asha\")"},
+         "scheduler.max_t: not an option of the fifo scheduler (set \"type\": \"asha\" or "
+         "\"hyperband\")"},
         {"{\"scheduler\": {\"type\": \"fifo\", \"x\": 1}}", 1, 32,
          "scheduler.x: unknown key (expected one of: type)"},
         {"{\"scheduler\": \"asha\"}", 1, 15, "scheduler: expected an object"},
@@ -725,6 +1032,12 @@ static Suite *asha_suite(void)
     tcase_add_test(tc, test_fifo);
     tcase_add_test(tc, test_stress_100k);
     tcase_add_test(tc, test_alloc_failures);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("promotion");
+    tcase_add_test(tc, test_promotion_top_fraction);
+    tcase_add_test(tc, test_promotion_async);
+    tcase_add_test(tc, test_promotion_edges);
+    tcase_add_test(tc, test_promotion_alloc_failures);
     suite_add_tcase(s, tc);
     tc = tcase_create("config");
     tcase_add_test(tc, test_config_ok);

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "models/bert/bert.h"
 #include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
+#include "models/cuda/device.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
 #include "tune/config.h"
@@ -49,6 +51,7 @@ struct tunep_bert_trainer {
     int n_cache;
     tune_error load_err; /* a failed load is remembered: every trial reports it */
     int load_failed;
+    int device_logged; /* "auto" said once why it runs on the CPU (under lock) */
 };
 
 tune_status tunep_bert_trainer_new(const struct tunep_bert_trainer_config *cfg, int concurrency,
@@ -136,8 +139,28 @@ out:
     return st;
 }
 
+/* Says once per study why "device": "auto" runs on the CPU (why: the reason). */
+static void log_device_fallback(struct tunep_bert_trainer *t, const char *why)
+{
+    if (!why[0])
+        return;
+    pthread_mutex_lock(&t->lock);
+    int first = !t->device_logged;
+    t->device_logged = 1;
+    pthread_mutex_unlock(&t->lock);
+    if (first)
+        tunep_log(TUNE_LOG_WARN, "trainer.device \"auto\": %s; trials run on the CPU", why);
+}
+
 tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error *err)
 {
+    /* A "cuda" device that is not there stops the run before any trial. */
+    int cuda = -1;
+    char why[300];
+    tune_status st = tunep_device_resolve(&t->cfg->device, -1, &cuda, why, sizeof why, err);
+    if (st)
+        return st;
+    log_device_fallback(t, why);
     struct cached_data *data;
     return get_data(t, t->cfg->max_seq_len, &data, err);
 }
@@ -190,6 +213,76 @@ static tune_status evaluate(struct tunep_bert *m, const tunep_dataset *dev, size
     ret->accuracy = n ? (double)correct / (double)n : 0;
     ret->loss = n ? loss_sum / (double)n : 0;
     return TUNE_OK;
+}
+
+/*
+ * Checkpoints go through the engine as bytes (tune_trial_save_checkpoint),
+ * so the trainer state (tunep_bert_state_save: weights, AdamW moments, the
+ * step) is written to a temporary file and read back. The "trainer" metadata
+ * holds the number of batches done, so that a restored run skips exactly
+ * those and draws the same dropout masks as one that never stopped.
+ */
+static tune_status temp_path(char *buf, size_t size, tune_error *err)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, size, "%s/tune-bert-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(buf);
+    if (fd < 0)
+        return tunep_error_set_at(err, TUNE_EIO, buf, 0, 0, "cannot create a temporary file");
+    close(fd);
+    return TUNE_OK;
+}
+
+static tune_status save_state(tune_trial *trial, const struct tunep_bert *m, int64_t step,
+                              tune_error *err)
+{
+    char path[4096], meta[64];
+    tune_status st = temp_path(path, sizeof path, err);
+    if (st)
+        return st;
+    snprintf(meta, sizeof meta, "{\"batches_done\": %lld}", (long long)step);
+    char *bytes = NULL;
+    size_t size = 0;
+    if (!(st = tunep_bert_state_save(m, path, meta, err)) &&
+        !(st = tunep_read_file_bytes(path, &bytes, &size, err)))
+        st = tune_trial_save_checkpoint(trial, bytes, size, err);
+    tunep_free(bytes);
+    unlink(path);
+    return st;
+}
+
+/* Restores the trial's checkpoint into m; *ret_step = batches done (0 when there is none). */
+static tune_status load_state(tune_trial *trial, struct tunep_bert *m, int64_t *ret_step,
+                              tune_error *err)
+{
+    void *bytes = NULL;
+    size_t size = 0;
+    *ret_step = 0;
+    tune_status st = tune_trial_load_checkpoint(trial, &bytes, &size, err);
+    if (st == TUNE_ENOTFOUND)
+        return TUNE_OK;
+    if (st)
+        return st;
+    char path[4096];
+    char *meta = NULL;
+    if (!(st = temp_path(path, sizeof path, err))) {
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(bytes, 1, size, f) != size)
+            st = tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "cannot write");
+        if (f && fclose(f) != 0 && !st)
+            st = tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "cannot write");
+        if (!st)
+            st = tunep_bert_state_load(m, path, &meta, err);
+        unlink(path);
+    }
+    tune_free(bytes);
+    if (!st && meta) {
+        const char *p = strstr(meta, "\"batches_done\":");
+        if (p)
+            *ret_step = strtoll(p + strlen("\"batches_done\":"), NULL, 10);
+    }
+    tune_free(meta);
+    return st;
 }
 
 static double now_s(void)
@@ -275,10 +368,19 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
         mc.attn_dropout = dropout;
     }
     int B_max = (int)(batch_size > cfg->eval_batch_size ? batch_size : cfg->eval_batch_size);
-    if ((st = tunep_cpu_backend_new(t->threads, &be, &err)) ||
+    /* The device: cfg->device ("cpu", "auto", "cuda[:N]"); a missing "cuda"
+     * device fails the trial with the reason (prepare() already stopped a
+     * whole run). The GPU pool's per-trial device will replace the -1. */
+    char why[300] = "";
+    if ((st = tunep_device_open(&cfg->device, -1, t->threads, cfg->tf32, &be, why, sizeof why,
+                                &err)) ||
         (st = tunep_bert_new(&mc, B_max, (int)max_seq_len, be, &m, &err)) ||
         (st = tunep_bert_init_weights(m, seed, &err)) ||
         (cfg->checkpoint && (st = tunep_bert_load_hf(m, cfg->checkpoint, 0, &err))))
+        goto fail;
+    log_device_fallback(t, why);
+    int64_t resume_step = 0; /* batches a restored checkpoint has done already */
+    if ((st = load_state(trial, m, &resume_step, &err)))
         goto fail;
 
     size_t n_dev = tunep_dataset_size(data->dev);
@@ -305,10 +407,18 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
     double train_loss_sum = 0, t_window = now_s();
     size_t train_loss_n = 0, examples_window = 0;
     for (int epoch = 0; epoch < cfg->epochs; epoch++) {
+        if (step + steps_per_epoch <= resume_step) { /* a whole epoch done before the checkpoint */
+            step += steps_per_epoch;
+            continue;
+        }
         if ((st = tunep_dataset_order(data->train, seed, (uint64_t)epoch, 1, order, &err)))
             goto fail;
         /* With max_train_examples, each epoch takes the first n of its own shuffle. */
         for (size_t start = 0; start < n_train; start += (size_t)batch_size) {
+            if (step < resume_step) {
+                step++;
+                continue;
+            }
             size_t count = n_train - start < (size_t)batch_size ? n_train - start
                                                                  : (size_t)batch_size;
             if ((st = tunep_dataset_batch(data->train, order + start, count, &batch, &err)))
@@ -350,6 +460,13 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
                                train_loss_n ? train_loss_sum / (double)train_loss_n : (double)NAN,
                                train_s > 0 ? (double)examples_window / train_s : 0.0};
             st = tune_trial_report(trial, sizeof names / sizeof *names, names, values);
+            if ((st == TUNE_OK || st == TUNE_ESTOP) && tune_trial_checkpoint_wanted(trial)) {
+                tune_status cs = save_state(trial, m, step, &err);
+                if (cs != TUNE_OK && cs != TUNE_EUNSUPPORTED) {
+                    st = cs;
+                    goto fail;
+                }
+            }
             if (st == TUNE_ESTOP) {
                 st = TUNE_OK;
                 goto out;
@@ -374,6 +491,6 @@ out:
     tunep_free(eval_order);
     tunep_free(logits);
     tunep_bert_free(m);
-    tunep_cpu_backend_free(be);
+    tunep_device_close(be);
     return st;
 }

@@ -15,6 +15,13 @@
  * param_space works. warmup_steps may also be called warmup, as in the peer.
  * Noise and failures come from the trial's own seed, so a trial's curve is
  * reproducible; failures also depend on the attempt, so a retry can succeed.
+ *
+ * Checkpoints make the curve a state: the remaining gap rem = exp(-k step)
+ * shrinks by exp(-k) per iteration under the current lr. A trial saves
+ * (step, rem) when the engine asks; one that restarts from a checkpoint,
+ * its own or (PBT) a better trial's with other hyperparameters, goes on from
+ * that step and gap, so progress made under earlier hyperparameters counts.
+ * Without a restore the curve is exactly tunep_synthetic_curve().
  */
 #include "trainer.h"
 
@@ -23,14 +30,16 @@
 #include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tune/config.h"
 #include "tune/rng.h"
 
-double tunep_synthetic_curve(double lr, double weight_decay, double batch_size, double warmup,
-                             int64_t iteration)
+/* The plateau and the rate of the curve for these hyperparameters. */
+static void curve_shape(double lr, double weight_decay, double batch_size, double warmup,
+                        double *ret_asym, double *ret_k)
 {
     if (!(lr > 0))
         lr = 1e-12;
@@ -43,9 +52,23 @@ double tunep_synthetic_curve(double lr, double weight_decay, double batch_size, 
                   pen - 0.002 * fabs(warmup - 3.0);
     if (asym < 0.3)
         asym = 0.3;
-    double k = 0.04 + 0.3 * fmin(1.0, sqrt(lr / 1e-3));
+    *ret_asym = asym;
+    *ret_k = 0.04 + 0.3 * fmin(1.0, sqrt(lr / 1e-3));
+}
+
+double tunep_synthetic_curve(double lr, double weight_decay, double batch_size, double warmup,
+                             int64_t iteration)
+{
+    double asym, k;
+    curve_shape(lr, weight_decay, batch_size, warmup, &asym, &k);
     return asym * (1.0 - 0.7 * exp(-k * (double)iteration));
 }
+
+/* What a checkpoint holds. */
+struct synthetic_state {
+    int64_t step; /* iterations of training behind this state */
+    double rem;   /* the remaining gap: exp(-k step) for a constant lr */
+};
 
 static void sleep_s(double s)
 {
@@ -93,9 +116,24 @@ tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data)
     gsl_rng_set(noise, (unsigned long)tune_trial_seed(trial));
     gsl_rng_set(fail, (unsigned long)tunep_splitmix64(tune_trial_seed(trial) +
                                                       (uint64_t)tune_trial_attempt(trial)));
-    for (int64_t it = 1; it <= cfg->iterations; it++) {
+    double asym, k;
+    curve_shape(lr, wd, bs, warm, &asym, &k);
+    struct synthetic_state from = {0, 1.0};
+    void *saved = NULL;
+    size_t saved_size = 0;
+    if (tune_trial_load_checkpoint(trial, &saved, &saved_size, NULL) == TUNE_OK) {
+        if (saved_size == sizeof from)
+            memcpy(&from, saved, sizeof from);
+        tune_free(saved);
+        /* The noise stream goes on where the saved run was. */
+        for (int64_t i = 0; cfg->noise > 0 && i < from.step; i++)
+            (void)gsl_ran_gaussian(noise, cfg->noise);
+    }
+    /* tune_trial_iteration() counts this trial's reports, which a PBT restart keeps. */
+    for (int64_t it = from.step + 1; tune_trial_iteration(trial) < cfg->iterations; it++) {
         sleep_s(cfg->sleep_s);
-        double truth = tunep_synthetic_curve(lr, wd, bs, warm, it);
+        double rem = from.rem * exp(-k * (double)(it - from.step));
+        double truth = asym * (1.0 - 0.7 * rem);
         double acc = truth + (cfg->noise > 0 ? gsl_ran_gaussian(noise, cfg->noise) : 0.0);
         if (cfg->fail_prob > 0 && gsl_rng_uniform(fail) < cfg->fail_prob) {
             tune_trial_set_error(trial, "synthetic failure at iteration %lld", (long long)it);
@@ -115,7 +153,16 @@ tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data)
         }
         st = tune_trial_report(trial, n, names, values);
         if ((st == TUNE_OK || st == TUNE_ESTOP) && cfg->answer_log)
-            log_answer(cfg->answer_log, trial, it);
+            log_answer(cfg->answer_log, trial, tune_trial_iteration(trial));
+        if ((st == TUNE_OK || st == TUNE_ESTOP) && tune_trial_checkpoint_wanted(trial)) {
+            struct synthetic_state now = {it, rem};
+            tune_status cs = tune_trial_save_checkpoint(trial, &now, sizeof now, NULL);
+            if (cs != TUNE_OK && cs != TUNE_EUNSUPPORTED) {
+                tune_trial_set_error(trial, "cannot save a checkpoint: %s", tune_strerror(cs));
+                st = cs;
+                break;
+            }
+        }
         if (st == TUNE_ESTOP) {
             st = TUNE_OK;
             break;

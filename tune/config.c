@@ -18,17 +18,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tune_config.h"
 #include "config_scheduler.h"
+#include "config_search.h"
 #include "config_space.h"
-
-const char *tunep_search_algo_name(enum tunep_search_algo a)
-{
-    return a == TUNEP_SEARCH_GRID ? "grid" : "random";
-}
+#include "trainers/trainer.h"
 
 const char *tunep_trainer_name(enum tunep_trainer_type t)
 {
-    return t == TUNEP_TRAINER_SYNTHETIC ? "synthetic" : t == TUNEP_TRAINER_BERT ? "bert" : "none";
+    switch (t) {
+        case TUNEP_TRAINER_SYNTHETIC: return "synthetic";
+        case TUNEP_TRAINER_BERT: return "bert";
+        case TUNEP_TRAINER_COMMAND: return "command";
+        case TUNEP_TRAINER_PLUGIN: return "plugin";
+        case TUNEP_TRAINER_NONE: break;
+    }
+    return "none";
 }
 
 tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err)
@@ -192,29 +197,6 @@ static tune_status check_keys(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
 
 /* ---- sections ------------------------------------------------------------ */
 
-static tune_status parse_search(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                const json_t *obj, struct tunep_config *c)
-{
-    static const char *const known[] = {"algorithm"};
-    if (!json_is_object(obj))
-        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"algorithm\": \"random\"}");
-    tune_status st = check_keys(ctx, path, obj, known, 1);
-    if (st)
-        return st;
-    const json_t *a = json_object_get(obj, "algorithm"); /* borrowed */
-    if (!a)
-        return TUNE_OK;
-    tunep_cfgpath_push_key(path, "algorithm");
-    if (json_is_string(a) && strcmp(json_string_value(a), "random") == 0)
-        c->search = TUNEP_SEARCH_RANDOM;
-    else if (json_is_string(a) && strcmp(json_string_value(a), "grid") == 0)
-        c->search = TUNEP_SEARCH_GRID;
-    else
-        st = tunep_cfg_error(ctx, path, 0, "expected \"random\" or \"grid\"");
-    tunep_cfgpath_pop(path);
-    return st;
-}
-
 static tune_status parse_synthetic(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                    const json_t *obj, struct tunep_config *c)
 {
@@ -298,6 +280,22 @@ static tune_status parse_bert_model(const struct tunep_cfgctx *ctx, struct tunep
     return st;
 }
 
+/* "device": "auto", "cpu", "cuda" or "cuda:N" (models/cuda/device.h). */
+static tune_status parse_device(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                const json_t *v, struct tunep_bert_trainer_config *b)
+{
+    tune_error perr = {0};
+    if (!json_is_string(v) ||
+        tunep_device_parse(json_string_value(v), &b->device, &perr) != TUNE_OK)
+        return tunep_cfg_error(ctx, path, 0, "%s",
+                               perr.text[0] ? perr.text
+                                            : "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+    if (b->device.kind == TUNEP_DEVICE_CUDA && !TUNE_HAVE_CUDA)
+        return tunep_cfg_error(ctx, path, 0,
+                               "this build has no CUDA backend (configure with -Dcuda=enabled)");
+    return TUNE_OK;
+}
+
 static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                               const json_t *obj, struct tunep_config *c)
 {
@@ -305,7 +303,8 @@ static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
                                        "vocab",       "checkpoint", "model",
                                        "epochs",      "eval_every", "max_train_examples",
                                        "max_eval_examples", "max_seq_len", "eval_batch_size",
-                                       "threads",     "lowercase",  "device"};
+                                       "threads",     "lowercase",  "device",
+                                       "precision"};
     struct tunep_bert_trainer_config *b = &c->bert;
     c->trainer = TUNEP_TRAINER_BERT;
     tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
@@ -343,11 +342,15 @@ static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
             b->threads = (int)x;
         else if (strcmp(key, "lowercase") == 0)
             st = want_bool(ctx, path, v, &b->lowercase);
-        else if (strcmp(key, "device") == 0 &&
-                 !(json_is_string(v) && (strcmp(json_string_value(v), "cpu") == 0 ||
-                                         strcmp(json_string_value(v), "auto") == 0)))
-            st = tunep_cfg_error(ctx, path, 0,
-                                 "expected \"cpu\" or \"auto\" (this build has no GPU backend)");
+        else if (strcmp(key, "device") == 0)
+            st = parse_device(ctx, path, v, b);
+        else if (strcmp(key, "precision") == 0) {
+            const char *p = json_is_string(v) ? json_string_value(v) : "";
+            if (strcmp(p, "fp32") == 0 || strcmp(p, "tf32") == 0)
+                b->tf32 = strcmp(p, "tf32") == 0;
+            else
+                st = tunep_cfg_error(ctx, path, 0, "expected \"fp32\" or \"tf32\"");
+        }
         tunep_cfgpath_pop(path);
     }
     if (st)
@@ -377,6 +380,289 @@ static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
     return st;
 }
 
+/* An environment variable's name: what a POSIX shell accepts. */
+static int valid_env_name(const char *s)
+{
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (const char *p = s + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
+/* A C identifier, as dlsym() symbols are: catches "my objective" and "lib.so" early. */
+static int valid_symbol(const char *s)
+{
+    return valid_env_name(s);
+}
+
+static tune_status parse_command_argv(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                      const json_t *v, struct tunep_command_config *cmd)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return tunep_cfg_error(ctx, path, 0,
+                               "expected a non-empty array of strings such as "
+                               "[\"python3\", \"train.py\", \"--lr\", \"{lr}\"]");
+    size_t n = json_array_size(v);
+    if (n > 65536)
+        return tunep_cfg_error(ctx, path, 0, "more than 65536 arguments");
+    cmd->argv = tunep_calloc(n, sizeof *cmd->argv);
+    if (!cmd->argv)
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    cmd->argc = n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = json_array_get(v, i); /* borrowed */
+        tune_status st = TUNE_OK;
+        tunep_cfgpath_push_index(path, (long)i);
+        if (!json_is_string(a))
+            st = tunep_cfg_error(ctx, path, 0, "expected a string");
+        else if (i == 0 && json_string_length(a) == 0)
+            st = tunep_cfg_error(ctx, path, 0, "expected the program (a non-empty string)");
+        else if (strlen(json_string_value(a)) != json_string_length(a))
+            st = tunep_cfg_error(ctx, path, 0, "contains a NUL character");
+        else if (!(cmd->argv[i] = tunep_strdup(json_string_value(a))))
+            st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+        tunep_cfgpath_pop(path);
+        if (st)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+static tune_status parse_command_env(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const json_t *v, struct tunep_command_config *cmd)
+{
+    if (!json_is_object(v))
+        return tunep_cfg_error(ctx, path, 0,
+                               "expected an object of strings such as {\"OMP_NUM_THREADS\": \"1\"}");
+    size_t n = json_object_size(v);
+    cmd->env_names = tunep_calloc(n ? n : 1, sizeof *cmd->env_names);
+    cmd->env_values = tunep_calloc(n ? n : 1, sizeof *cmd->env_values);
+    if (!cmd->env_names || !cmd->env_values)
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)v, key, val) {
+        tune_status st = TUNE_OK;
+        tunep_cfgpath_push_key(path, key);
+        if (!valid_env_name(key))
+            st = tunep_cfg_error(ctx, path, 1, "not a variable name (letters, digits and '_')");
+        else if (strncmp(key, "TUNE_", 5) == 0)
+            st = tunep_cfg_error(ctx, path, 1, "TUNE_ variables are set by tune itself");
+        else if (!json_is_string(val))
+            st = tunep_cfg_error(ctx, path, 0, "expected a string");
+        else if (strlen(json_string_value(val)) != json_string_length(val))
+            st = tunep_cfg_error(ctx, path, 0, "contains a NUL character");
+        else if (!(cmd->env_names[cmd->n_env] = tunep_strdup(key)))
+            st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+        else if (!(cmd->env_values[cmd->n_env++] = tunep_strdup(json_string_value(val))))
+            st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+        tunep_cfgpath_pop(path);
+        if (st)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+static tune_status parse_command(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                 const json_t *obj, struct tunep_config *c)
+{
+    static const char *const keys[] = {"type", "argv", "env", "cwd", "kill_grace_s", "report_fd"};
+    struct tunep_command_config *cmd = &c->command;
+    c->trainer = TUNEP_TRAINER_COMMAND;
+    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (st)
+            break;
+        int64_t x = 0;
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "argv") == 0)
+            st = parse_command_argv(ctx, path, v, cmd);
+        else if (strcmp(key, "env") == 0)
+            st = parse_command_env(ctx, path, v, cmd);
+        else if (strcmp(key, "cwd") == 0)
+            st = want_path(ctx, path, v, 1, &cmd->cwd);
+        else if (strcmp(key, "kill_grace_s") == 0)
+            st = want_number(ctx, path, v, 0, 3600, &cmd->kill_grace_s);
+        else if (strcmp(key, "report_fd") == 0 && !(st = want_int(ctx, path, v, 3, 1023, &x)))
+            cmd->report_fd = (int)x;
+        tunep_cfgpath_pop(path);
+    }
+    if (st)
+        return st;
+    if (!cmd->argv)
+        return tunep_cfg_error(ctx, path, 0,
+                               "missing key 'argv' (the program and its arguments, e.g. "
+                               "[\"python3\", \"train.py\", \"--lr\", \"{lr}\"])");
+    if (!strchr(cmd->argv[0], '{')) {
+        /* A program that is not there fails every trial: say so before the first. */
+        const char *path_env = NULL;
+        for (size_t i = 0; i < cmd->n_env; i++)
+            if (strcmp(cmd->env_names[i], "PATH") == 0)
+                path_env = cmd->env_values[i];
+        char why[600];
+        char *found = NULL;
+        int r = tunep_command_find_program(cmd->argv[0], cmd->cwd, path_env, &found, why,
+                                           sizeof why);
+        tunep_free(found);
+        if (r == -2)
+            return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+        if (r) {
+            tunep_cfgpath_push_key(path, "argv");
+            tunep_cfgpath_push_index(path, 0);
+            st = tunep_cfg_error(ctx, path, 0, "%s", why);
+            tunep_cfgpath_pop(path);
+            tunep_cfgpath_pop(path);
+        }
+    }
+    return st;
+}
+
+/* Placeholder lookups at validation time: the name must be a parameter or a built-in. */
+static int known_placeholder(void *ud, const char *name, struct tunep_buf *out)
+{
+    const tune_space *space = ud;
+    (void)out;
+    if (strcmp(name, "trial_id") == 0 || strcmp(name, "trial_dir") == 0)
+        return 0;
+    for (size_t i = 0; i < space->n; i++)
+        if (strcmp(space->params[i].name, name) == 0)
+            return 0;
+    return -1;
+}
+
+/* One argv or env template: every placeholder must name a parameter. path points at it. */
+static tune_status check_template(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                  const char *tmpl, const tune_space *space)
+{
+    char bad[TUNEP_SPACE_MAX_NAME + 64];
+    struct tunep_buf scratch;
+    tunep_buf_init(&scratch);
+    int r = tunep_command_expand(tmpl, known_placeholder, (void *)space, &scratch, bad,
+                                 sizeof bad);
+    tunep_buf_done(&scratch);
+    if (r == -2)
+        return tunep_cfg_error(ctx, path, 0,
+                               "unterminated placeholder '%s' (write '{{' for a literal '{')", bad);
+    if (r == 0)
+        return TUNE_OK;
+    const char *best = NULL;
+    size_t best_d = 3;
+    struct tunep_buf list;
+    tunep_buf_init(&list);
+    for (size_t i = 0; i < space->n; i++) {
+        size_t d = edit_distance(bad, space->params[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = space->params[i].name;
+        }
+        tunep_buf_printf(&list, "%s, ", space->params[i].name);
+    }
+    tune_status st;
+    if (best)
+        st = tunep_cfg_error(ctx, path, 0, "unknown placeholder '{%s}' (did you mean '{%s}'?)", bad,
+                             best);
+    else
+        st = tunep_cfg_error(ctx, path, 0,
+                             "unknown placeholder '{%s}' (expected a parameter: %strial_id or "
+                             "trial_dir; write '{{' for a literal '{')",
+                             bad, list.data ? list.data : "");
+    tunep_buf_done(&list);
+    return st;
+}
+
+/* The command trainer's templates against the parameters (known once the whole config is read). */
+static tune_status check_command_templates(const struct tunep_cfgctx *ctx,
+                                           struct tunep_cfgpath *path,
+                                           const struct tunep_config *c)
+{
+    const struct tunep_command_config *cmd = &c->command;
+    tune_status st = TUNE_OK;
+    tunep_cfgpath_push_key(path, "trainer");
+    tunep_cfgpath_push_key(path, "argv");
+    for (size_t i = 0; i < cmd->argc && !st; i++) {
+        tunep_cfgpath_push_index(path, (long)i);
+        st = check_template(ctx, path, cmd->argv[i], c->space);
+        tunep_cfgpath_pop(path);
+    }
+    tunep_cfgpath_pop(path);
+    tunep_cfgpath_push_key(path, "env");
+    for (size_t i = 0; i < cmd->n_env && !st; i++) {
+        tunep_cfgpath_push_key(path, cmd->env_names[i]);
+        st = check_template(ctx, path, cmd->env_values[i], c->space);
+        tunep_cfgpath_pop(path);
+    }
+    tunep_cfgpath_pop(path);
+    tunep_cfgpath_pop(path);
+    return st;
+}
+
+/* A string naming a symbol; its position is kept for the errors dlopen/dlsym give later. */
+static tune_status want_symbol(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               const json_t *v, char **ret)
+{
+    tune_status st = want_string(ctx, path, v, 255, ret);
+    if (!st && !valid_symbol(*ret))
+        st = tunep_cfg_error(ctx, path, 0, "expected a C identifier (the function's name)");
+    return st;
+}
+
+static tune_status parse_plugin(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                const json_t *obj, struct tunep_config *c)
+{
+    static const char *const keys[] = {"type",        "library",     "symbol",
+                                       "init_symbol", "fini_symbol", "data"};
+    struct tunep_plugin_config *p = &c->plugin;
+    c->trainer = TUNEP_TRAINER_PLUGIN;
+    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (st)
+            break;
+        int which = -1;
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "library") == 0) {
+            st = want_string(ctx, path, v, 4000, &p->library);
+            which = 0;
+        } else if (strcmp(key, "symbol") == 0) {
+            st = want_symbol(ctx, path, v, &p->symbol);
+            which = 1;
+        } else if (strcmp(key, "init_symbol") == 0) {
+            st = want_symbol(ctx, path, v, &p->init_symbol);
+            which = 2;
+        } else if (strcmp(key, "fini_symbol") == 0) {
+            st = want_symbol(ctx, path, v, &p->fini_symbol);
+            which = 3;
+        } else if (strcmp(key, "data") == 0) {
+            char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); /* malloc'd by jansson */
+            p->data = text ? tunep_strdup(text) : NULL;
+            free(text);
+            if (!p->data)
+                st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+        }
+        if (!st && which >= 0 &&
+            tunep_json_locate(ctx->text, ctx->len, path, 0, &p->line[which], &p->column[which]))
+            p->line[which] = p->column[which] = 0;
+        tunep_cfgpath_pop(path);
+    }
+    if (st)
+        return st;
+    if (!p->library)
+        return tunep_cfg_error(ctx, path, 0,
+                               "missing key 'library' (a shared library, e.g. \"./libobjective.so\")");
+    if (!p->symbol)
+        return tunep_cfg_error(ctx, path, 0,
+                               "missing key 'symbol' (the tune_objective_fn's name in the library)");
+    return TUNE_OK;
+}
+
+#define TRAINER_TYPES "\"synthetic\", \"bert\", \"command\" or \"plugin\""
+
 static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                  const json_t *obj, struct tunep_config *c)
 {
@@ -384,16 +670,19 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
         return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
     const json_t *type = json_object_get(obj, "type"); /* borrowed */
     if (!type)
-        return tunep_cfg_error(ctx, path, 0,
-                               "missing key 'type' (expected \"synthetic\" or \"bert\")");
+        return tunep_cfg_error(ctx, path, 0, "missing key 'type' (expected " TRAINER_TYPES ")");
     const char *name = json_is_string(type) ? json_string_value(type) : "";
     if (strcmp(name, "synthetic") == 0)
         return parse_synthetic(ctx, path, obj, c);
     if (strcmp(name, "bert") == 0)
         return parse_bert(ctx, path, obj, c);
+    if (strcmp(name, "command") == 0)
+        return parse_command(ctx, path, obj, c);
+    if (strcmp(name, "plugin") == 0)
+        return parse_plugin(ctx, path, obj, c);
     tunep_cfgpath_push_key(path, "type");
-    tune_status st = tunep_cfg_error(ctx, path, 0,
-                                     "unknown trainer type (expected \"synthetic\" or \"bert\")");
+    tune_status st =
+        tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected " TRAINER_TYPES ")");
     tunep_cfgpath_pop(path);
     return st;
 }
@@ -469,7 +758,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     static const char *const known[] = {
         "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
         "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
-        "isolation", "trial_timeout_s",
+        "isolation", "trial_timeout_s", "checkpoint_frequency",
     };
     struct tunep_cfgpath path = {.depth = 0};
     if (!json_is_object(root))
@@ -518,12 +807,14 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                 c->isolation_process = 1;
             else
                 st = tunep_cfg_error(ctx, &path, 0, "expected \"thread\" or \"process\"");
+        } else if (strcmp(key, "checkpoint_frequency") == 0) {
+            st = want_int(ctx, &path, v, 0, INT64_MAX, &c->checkpoint_frequency);
         } else if (strcmp(key, "trial_timeout_s") == 0) {
             st = want_number(ctx, &path, v, 1e-3, 1e9, &c->trial_timeout_s);
         } else if (strcmp(key, "storage") == 0) {
             st = want_string(ctx, &path, v, 4000, &c->storage);
         } else if (strcmp(key, "search") == 0) {
-            st = parse_search(ctx, &path, v, c);
+            st = tunep_config_parse_search(ctx, &path, v, c);
         } else if (strcmp(key, "scheduler") == 0) {
             st = tunep_config_parse_scheduler(ctx, &path, v, &c->scheduler);
         } else if (strcmp(key, "trainer") == 0) {
@@ -563,6 +854,26 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         tunep_cfgpath_pop(&path);
         return st;
     }
+    if (c->trainer == TUNEP_TRAINER_COMMAND && (st = check_command_templates(ctx, &path, c)))
+        return st;
+    if (c->trainer == TUNEP_TRAINER_COMMAND && c->isolation_process) {
+        /* A forked trial process killed on a timeout would leave the program running. */
+        tunep_cfgpath_push_key(&path, "isolation");
+        st = tunep_cfg_error(ctx, &path, 0,
+                             "\"process\" is for objectives in tune's own process; the command "
+                             "trainer's program is a process of its own already");
+        tunep_cfgpath_pop(&path);
+        return st;
+    }
+    if ((st = tunep_config_check_search(ctx, c)))
+        return st;
+    /* PBT's hyperparam_mutations name parameters: checked once param_space is known. */
+    tunep_cfgpath_push_key(&path, "scheduler");
+    st = tunep_config_resolve_scheduler(ctx, &path, json_object_get(root, "scheduler"), c->space,
+                                        &c->scheduler);
+    tunep_cfgpath_pop(&path);
+    if (st)
+        return st;
     if (c->scheduler.type == TUNEP_SCHED_ASHA && c->stop.training_iteration > 0 &&
         strcmp(c->scheduler.asha.time_attr, "training_iteration") == 0 &&
         (double)c->stop.training_iteration < c->scheduler.asha.grace_period) {
@@ -583,6 +894,7 @@ void tunep_config_done(struct tunep_config *c)
     tunep_free(c->name);
     tunep_free(c->metric);
     tune_space_free(c->space);
+    tunep_scheduler_config_done(&c->scheduler);
     for (size_t i = 0; i < c->stop.n_thresholds; i++)
         tunep_free(c->stop.thresholds[i].metric);
     tunep_free(c->stop.thresholds);
@@ -593,6 +905,21 @@ void tunep_config_done(struct tunep_config *c)
     tunep_free(c->bert.dev);
     tunep_free(c->bert.vocab);
     tunep_free(c->bert.checkpoint);
+    for (size_t i = 0; c->command.argv && i < c->command.argc; i++)
+        tunep_free(c->command.argv[i]);
+    tunep_free(c->command.argv);
+    for (size_t i = 0; i < c->command.n_env; i++) {
+        tunep_free(c->command.env_names[i]);
+        tunep_free(c->command.env_values[i]);
+    }
+    tunep_free(c->command.env_names);
+    tunep_free(c->command.env_values);
+    tunep_free(c->command.cwd);
+    tunep_free(c->plugin.library);
+    tunep_free(c->plugin.symbol);
+    tunep_free(c->plugin.init_symbol);
+    tunep_free(c->plugin.fini_symbol);
+    tunep_free(c->plugin.data);
     memset(c, 0, sizeof *c);
 }
 
@@ -603,7 +930,7 @@ static void config_defaults(struct tunep_config *c)
     c->num_samples = 1;
     c->max_concurrent = (int)default_concurrency();
     c->max_failures = 0;
-    c->search = TUNEP_SEARCH_RANDOM;
+    tunep_config_search_defaults(c);
     tunep_scheduler_config_default(&c->scheduler);
     c->synthetic.iterations = 100;
     c->synthetic.noise = 0.005;
@@ -617,6 +944,8 @@ static void config_defaults(struct tunep_config *c)
     c->bert.max_seq_len = 128;
     c->bert.eval_batch_size = 128;
     c->bert.lowercase = 1;
+    c->command.kill_grace_s = 10;
+    c->command.report_fd = 3;
 }
 
 tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,

@@ -8,7 +8,9 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "models/cuda/device.h"
 #include "schedulers/scheduler.h"
+#include "search/searcher.h"
 #include "search/space.h"
 
 #define TUNEP_MAX_SAMPLES 100000000LL  /* num_samples; the grid multiplies it */
@@ -20,12 +22,19 @@
 enum tunep_search_algo {
     TUNEP_SEARCH_RANDOM = 0, /* Ray's BasicVariantGenerator: grid axes expanded, the rest drawn */
     TUNEP_SEARCH_GRID = 1,   /* the same, with every choice expanded as a grid axis too */
+    TUNEP_SEARCH_TPE = 2,    /* search/tpe.c */
+    TUNEP_SEARCH_GP = 3,     /* search/gp.c */
+    TUNEP_SEARCH_SOBOL = 4,  /* search/qmc.c */
+    TUNEP_SEARCH_LHS = 5,    /* search/qmc.c */
+    TUNEP_SEARCH_BOHB = 6,   /* TPE per budget with the hyperband scheduler (search/bohb.c) */
 };
 
 enum tunep_trainer_type {
     TUNEP_TRAINER_NONE = 0,  /* the C API sets an objective */
     TUNEP_TRAINER_SYNTHETIC = 1,
     TUNEP_TRAINER_BERT = 2,
+    TUNEP_TRAINER_COMMAND = 3, /* an external program per attempt (trainers/command.c) */
+    TUNEP_TRAINER_PLUGIN = 4,  /* a tune_objective_fn from a shared library (trainers/plugin.c) */
 };
 
 /* The BERT fine-tuning trainer's fixed settings (per-trial ones come from the trial's config). */
@@ -40,6 +49,8 @@ struct tunep_bert_trainer_config {
     int eval_batch_size;       /* 128 */
     int threads;               /* per trial; 0: the cores divided among concurrent trials */
     int lowercase;             /* 1 */
+    struct tunep_device device; /* "device": cpu (the default), auto, cuda, cuda:N */
+    int tf32;                  /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA; 0: fp32 */
 };
 
 struct tunep_synthetic_config {
@@ -50,6 +61,25 @@ struct tunep_synthetic_config {
     int report_true;    /* also report the noise-free "true_accuracy"; 0 */
     int report_loss;    /* also report "val_loss" = 1 - val_accuracy; 0 */
     char *answer_log;   /* append "trial attempt iteration" per answered report (crash tests) */
+};
+
+/* "type": "command": argv and env values are templates with {name} placeholders. */
+struct tunep_command_config {
+    char **argv;              /* argc templates */
+    size_t argc;
+    char **env_names, **env_values; /* n_env variables added to tune's environment */
+    size_t n_env;
+    char *cwd;                /* the program's working folder; NULL: tune's */
+    double kill_grace_s;      /* SIGTERM -> SIGKILL of a stopped trial's process group; 10 */
+    int report_fd;            /* the report pipe's descriptor number in the program; 3 */
+};
+
+/* "type": "plugin": a tune_objective_fn loaded with dlopen. */
+struct tunep_plugin_config {
+    char *library, *symbol;
+    char *init_symbol, *fini_symbol; /* NULL: none */
+    char *data;                      /* "data" as compact JSON text; NULL when absent */
+    int line[4], column[4];          /* of library, symbol, init_symbol, fini_symbol, for errors */
 };
 
 struct tunep_threshold {
@@ -75,10 +105,16 @@ struct tunep_config {
     int max_failures;             /* -1: retry forever */
     tune_space *space;            /* owned */
     enum tunep_search_algo search;
+    struct tunep_tpe_config tpe;  /* tpe and bohb */
+    struct tunep_gp_config gp;
+    struct tunep_qmc_config qmc;  /* sobol and lhs */
+    int64_t checkpoint_frequency; /* ask for a checkpoint every n iterations; 0: never */
     struct tunep_scheduler_config scheduler;
     enum tunep_trainer_type trainer;
     struct tunep_synthetic_config synthetic;
     struct tunep_bert_trainer_config bert;
+    struct tunep_command_config command;
+    struct tunep_plugin_config plugin;
     struct tunep_stop_config stop;
     char *storage;                /* experiment folder or ":memory:" */
     int isolation_process;        /* "isolation": "process": each trial in a child process */
@@ -103,7 +139,7 @@ void tunep_config_done(struct tunep_config *c);
 tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                      const char *key, const char *const *known, size_t n_known);
 
-/* "random" / "grid"; "fifo" / "asha"; "synthetic" / "none". Static strings. */
+/* "random", "grid", "tpe", ...; "synthetic", "none", .... Static strings. */
 const char *tunep_search_algo_name(enum tunep_search_algo a);
 const char *tunep_trainer_name(enum tunep_trainer_type t);
 

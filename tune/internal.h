@@ -86,9 +86,14 @@ enum tunep_rng_purpose {
     TUNEP_RNG_SAMPLE = 1,    /* drawing the configuration */
     TUNEP_RNG_SCHEDULER = 2, /* scheduler choices, e.g. ASHA's bracket */
     TUNEP_RNG_OBJECTIVE = 3, /* handed to the objective as tune_trial_seed() */
+    TUNEP_RNG_EXPLORE = 4,   /* PBT's explored configuration (mixed with the exploit count) */
 };
 uint64_t tunep_splitmix64(uint64_t x);
 uint64_t tunep_trial_seed(uint64_t study_seed, int64_t trial_id, enum tunep_rng_purpose purpose);
+
+/* Reads a whole file of any size into memory (checkpoint.c). Caller frees with tunep_free. */
+tune_status tunep_read_file_bytes(const char *path, char **ret_data, size_t *ret_size,
+                                  tune_error *err);
 
 /* ---- config positions (config_pos.c) ------------------------------------- */
 

@@ -83,14 +83,17 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
                          s->cfg.name, (int)(elapsed / 3600), (int)fmod(elapsed / 60, 60),
                          fmod(elapsed, 60), (long long)s->n_reports);
     }
+    char paused[48] = "";
+    if (s->counts[TUNE_TRIAL_PAUSED] > 0)
+        snprintf(paused, sizeof paused, ", %lld PAUSED", (long long)s->counts[TUNE_TRIAL_PAUSED]);
     tunep_buf_printf(&b,
                      "Trials: %lld (%lld PENDING, %lld RUNNING, %lld TERMINATED, %lld STOPPED, "
-                     "%lld ERROR)\n",
+                     "%lld ERROR%s)\n",
                      (long long)s->total_trials, (long long)pending,
                      (long long)s->counts[TUNE_TRIAL_RUNNING],
                      (long long)s->counts[TUNE_TRIAL_TERMINATED],
                      (long long)s->counts[TUNE_TRIAL_STOPPED],
-                     (long long)s->counts[TUNE_TRIAL_ERROR]);
+                     (long long)s->counts[TUNE_TRIAL_ERROR], paused);
     int64_t best = tunep_study_best_trial(s);
     if (best >= 0)
         tunep_buf_printf(&b, "Best so far: trial %lld with %s=%.6g (%s)\n", (long long)best,
@@ -212,6 +215,7 @@ const char *tune_trial_status_name(tune_trial_status st)
         case TUNE_TRIAL_TERMINATED: return "TERMINATED";
         case TUNE_TRIAL_STOPPED: return "STOPPED";
         case TUNE_TRIAL_ERROR: return "ERROR";
+        case TUNE_TRIAL_PAUSED: return "PAUSED";
         case TUNE_TRIAL_STATUS_COUNT: break;
     }
     return "UNKNOWN";

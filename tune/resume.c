@@ -12,8 +12,14 @@
  *  - the scheduler's state is rebuilt by replaying every stored report of
  *    each trial's last attempt in the order they happened (start time plus
  *    time_total_s), so ASHA's rungs hold what they held before the crash;
- *  - the searcher continues the same sequence: trial i's configuration is a
- *    function of (seed, i) only, and the stored seed is used.
+ *  - random and grid search continue the same sequence: trial i's
+ *    configuration is a function of (seed, i) only, and the stored seed is
+ *    used; a model-based searcher is given every stored trial (finished ones
+ *    with their last score, the rest as pending) before it suggests again;
+ *  - PAUSED trials stay paused, and the replayed scheduler is told so: it
+ *    resumes them when their turn comes, from their checkpoint or replayed
+ *    up to where they paused; RUNNING and PENDING ones run again as a new
+ *    attempt, from their checkpoint when their folder has one.
  * A config that differs from the stored one is refused unless
  * TUNE_RESUME_FORCE; parameters must keep their names either way, because
  * the store's columns are made from them.
@@ -192,6 +198,25 @@ static tune_status replay_scheduler(struct tune_study *s, tune_error *err)
     return st ? tunep_error_set(err, st, "out of memory replaying the scheduler") : TUNE_OK;
 }
 
+/* A stored trial as the searcher would have seen it: started, and finished with its score. */
+static tune_status feed_searcher(struct tune_study *s, const struct tunep_trial_rec *rec)
+{
+    const struct tunep_searcher_ops *ops = s->searcher->ops;
+    tune_status st = ops->on_start(s->searcher, rec->id, rec->values);
+    if (st)
+        return st;
+    if (rec->status == TUNE_TRIAL_TERMINATED || rec->status == TUNE_TRIAL_STOPPED) {
+        double score = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last
+                           ? s->sign * rec->last[s->main_metric]
+                           : -HUGE_VAL;
+        return ops->on_complete(s->searcher, rec->id, 1, rec->last_t,
+                                isfinite(score) ? score : -HUGE_VAL);
+    }
+    if (rec->status == TUNE_TRIAL_ERROR)
+        return ops->on_complete(s->searcher, rec->id, 0, 0, -HUGE_VAL);
+    return TUNE_OK;
+}
+
 static tune_status push_retry(struct tune_study *s, int64_t id)
 {
     if (s->n_retry == s->cap_retry) {
@@ -268,11 +293,29 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
             rec->id = i;
             rec->status = TUNE_TRIAL_PENDING;
             gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, i, TUNEP_RNG_SAMPLE));
-            tunep_space_sample(s->cfg.space, r, (uint64_t)i % grid, s->expand_choices,
-                               rec->values);
+            if (s->searcher)
+                st = s->searcher->ops->suggest(s->searcher, i, r, rec->values, err);
+            else
+                tunep_space_sample(s->cfg.space, r, (uint64_t)i % grid, s->expand_choices,
+                                   rec->values);
             s->trials[i] = rec;
+            if (st) {
+                tunep_trial_rec_free(rec, s->n_params);
+                s->trials[i] = NULL;
+                break;
+            }
+        }
+        tunep_checkpoint_probe(s, rec);
+        if (s->searcher && (st = feed_searcher(s, rec))) {
+            tunep_error_set(err, st, "out of memory giving trial %lld to the searcher",
+                            (long long)i);
+            break;
         }
         int again = rec->status == TUNE_TRIAL_PENDING || rec->status == TUNE_TRIAL_RUNNING;
+        if (rec->status == TUNE_TRIAL_PAUSED) {
+            rec->time_base = rec->time_total_s;
+            tunep_scheduler_on_trial_paused(s->sched, i);
+        }
         if (rec->status == TUNE_TRIAL_ERROR &&
             (s->resume_flags & (TUNE_RESUME_ERRORED | TUNE_RESTART_ERRORED))) {
             again = 1;

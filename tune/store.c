@@ -145,6 +145,7 @@ enum stmt_id {
     S_REPORTS_CLEAR,
     S_TRIAL_END,
     S_REPORT_INSERT,
+    S_TRIAL_RESUME,
     S_TRIAL_INSERT, /* built from the parameter columns */
     S_COUNT
 };
@@ -164,6 +165,8 @@ static const char *const stmt_sql[S_TRIAL_INSERT] = {
                     " end_time = ?6, error = ?7 WHERE trial_id = ?1 AND attempt = ?2",
     [S_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, training_iteration,"
                         " time_total_s, wall_time, metrics) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_TRIAL_RESUME] = "UPDATE trials SET status = 'RUNNING', end_time = NULL"
+                       " WHERE trial_id = ?1 AND attempt = ?2",
 };
 
 /* Kinds of parameter and value, as the params table and type columns name them. */
@@ -177,12 +180,14 @@ static const char *const status_names[TUNE_TRIAL_STATUS_COUNT] = {
     [TUNE_TRIAL_PENDING] = "PENDING",       [TUNE_TRIAL_RUNNING] = "RUNNING",
     [TUNE_TRIAL_TERMINATED] = "TERMINATED", [TUNE_TRIAL_STOPPED] = "STOPPED",
     [TUNE_TRIAL_ERROR] = "ERROR",
+    [TUNE_TRIAL_PAUSED] = "PAUSED",
 };
 
 struct store_param {
     char *name;        /* flattened "a/b" */
     char *column;      /* its column in trials */
     char *type_column; /* a mixed parameter's kind column, else NULL */
+    char *domain;      /* "loguniform", "choice", ...; NULL when not recorded */
     enum ptype type;
 };
 
@@ -406,6 +411,7 @@ static void params_free(struct store_param *p, size_t n)
         tunep_free(p[i].name);
         tunep_free(p[i].column);
         tunep_free(p[i].type_column);
+        tunep_free(p[i].domain);
     }
     tunep_free(p);
 }
@@ -534,7 +540,8 @@ static tune_status load_params(struct tunep_store *st, tune_error *err)
     size_t cap = 0;
     int rc, nomem = 0;
     tune_status rs = prepare(st,
-                             "SELECT position, name, type, column_name, type_column FROM params"
+                             "SELECT position, name, type, column_name, type_column, domain"
+                             " FROM params"
                              " ORDER BY position",
                              0, &s, err);
     if (rs)
@@ -557,6 +564,7 @@ static tune_status load_params(struct tunep_store *st, tune_error *err)
         p->type = ptype_from_name((const char *)sqlite3_column_text(s, 2), PT_MIXED);
         p->column = column_strdup(s, 3, &nomem);
         p->type_column = column_strdup(s, 4, &nomem);
+        p->domain = column_strdup(s, 5, &nomem);
         if (nomem) {
             rs = oom(st, err);
             goto out;
@@ -922,6 +930,16 @@ const char *const *tunep_store_param_names(const struct tunep_store *st, size_t 
     return st->param_names;
 }
 
+const char *tunep_store_param_type(const struct tunep_store *st, size_t i)
+{
+    return i < st->n_params ? ptype_names[st->params[i].type] : NULL;
+}
+
+const char *tunep_store_param_domain(const struct tunep_store *st, size_t i)
+{
+    return i < st->n_params ? st->params[i].domain : NULL;
+}
+
 /* ---- writing -------------------------------------------------------------- */
 
 static tune_status check_writable(struct tunep_store *st, tune_error *err)
@@ -1045,6 +1063,63 @@ tune_status tunep_store_trial_start(struct tunep_store *st, int64_t trial_id, in
                                   "store: start trial %lld: a new trial needs its values",
                                   (long long)trial_id);
     return TUNE_OK;
+}
+
+tune_status tunep_store_trial_resume(struct tunep_store *st, int64_t trial_id, int attempt,
+                                     tune_error *err)
+{
+    tune_status rs = check_writable(st, err);
+    if (rs)
+        return rs;
+    if ((rs = begin(st, err)))
+        return rs;
+    sqlite3_stmt *s = st->stmt[S_TRIAL_RESUME];
+    sqlite3_bind_int64(s, 1, trial_id);
+    sqlite3_bind_int(s, 2, attempt);
+    if (run_stmt(s) != SQLITE_DONE)
+        return db_fail(st, err, "resume trial %lld", (long long)trial_id);
+    return TUNE_OK;
+}
+
+tune_status tunep_store_trial_set_values(struct tunep_store *st, int64_t trial_id,
+                                         const struct tunep_value *values, tune_error *err)
+{
+    tune_status rs = check_writable(st, err);
+    if (rs || st->n_params == 0)
+        return rs;
+    if ((rs = begin(st, err)))
+        return rs;
+    /* Rare (a PBT exploit), so the statement is built each time; numbered as the INSERT's. */
+    struct tunep_buf b;
+    int n = 3;
+    tunep_buf_init(&b);
+    tunep_buf_puts(&b, "UPDATE trials SET ");
+    for (size_t i = 0; i < st->n_params; i++) {
+        if (i)
+            tunep_buf_append(&b, ", ", 2);
+        put_ident(&b, st->params[i].column);
+        tunep_buf_printf(&b, " = ?%d", ++n);
+        if (st->params[i].type_column) {
+            tunep_buf_append(&b, ", ", 2);
+            put_ident(&b, st->params[i].type_column);
+            tunep_buf_printf(&b, " = ?%d", ++n);
+        }
+    }
+    tunep_buf_puts(&b, " WHERE trial_id = ?1");
+    if (b.oom) {
+        tunep_buf_done(&b);
+        return oom(st, err);
+    }
+    sqlite3_stmt *s = NULL;
+    rs = prepare(st, b.data, 0, &s, err);
+    tunep_buf_done(&b);
+    if (rs)
+        return rs;
+    sqlite3_bind_int64(s, 1, trial_id);
+    if (!(rs = bind_values(st, s, trial_id, values, err)) && run_stmt(s) != SQLITE_DONE)
+        rs = db_fail(st, err, "set the values of trial %lld", (long long)trial_id);
+    sqlite3_finalize(s);
+    return rs;
 }
 
 tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int attempt,

@@ -53,6 +53,12 @@ tune_status tunep_store_trial_start(struct tunep_store *st, int64_t trial_id, in
  * A trial attempt ends with status (or goes back to PENDING when interrupted):
  * its last iteration, total time, end time and error text (NULL for none).
  */
+/* A PAUSED trial runs on: status RUNNING again, its reports kept (same attempt). In the open transaction. */
+tune_status tunep_store_trial_resume(struct tunep_store *st, int64_t trial_id, int attempt,
+                                     tune_error *err);
+/* Replaces a trial's parameter values (PBT's explored configuration). In the open transaction. */
+tune_status tunep_store_trial_set_values(struct tunep_store *st, int64_t trial_id,
+                                         const struct tunep_value *values, tune_error *err);
 tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int attempt,
                                   tune_trial_status status, int64_t iteration,
                                   double time_total_s, double end_time, const char *error,
@@ -67,6 +73,10 @@ tune_status tunep_store_commit(struct tunep_store *st, tune_error *err);
 
 /* The space's flattened parameter names in position order; borrowed, valid until close. */
 const char *const *tunep_store_param_names(const struct tunep_store *st, size_t *ret_n);
+/* Parameter i's params.type ("float", "int", "str", "bool", "mixed") and params.domain
+ * ("loguniform", "choice", ...; NULL when not recorded); borrowed, valid until close. */
+const char *tunep_store_param_type(const struct tunep_store *st, size_t i);
+const char *tunep_store_param_domain(const struct tunep_store *st, size_t i);
 
 /* ---- reading back -------------------------------------------------------- */
 

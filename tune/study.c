@@ -1,10 +1,12 @@
 /*
  * study.c - the study: creation from a config, the worker pool, and the
- * trial life cycle PENDING -> RUNNING -> TERMINATED | STOPPED | ERROR.
+ * trial life cycle PENDING -> RUNNING -> TERMINATED | STOPPED | ERROR, with
+ * RUNNING <-> PAUSED for pausing schedulers (HyperBand, promotion ASHA, PBT).
  *
- * Trial i's configuration is a pure function of (seed, i): its own random
- * stream (rng.h) and, for grid axes, i modulo the grid size, as Ray's variant
- * generator repeats the whole grid num_samples times. Workers take the next
+ * With random or grid search, trial i's configuration is a pure function of
+ * (seed, i): its own random stream (rng.h) and, for grid axes, i modulo the
+ * grid size, as Ray's variant generator repeats the whole grid num_samples
+ * times. Model-based searchers (search/searcher.h) also see the history. Workers take the next
  * trial under the study lock, run the objective outside it, and finish the
  * trial under it again. A failed attempt is retried (same id, same config)
  * up to max_failures times before the trial ends as ERROR; the sweep goes on.
@@ -20,6 +22,7 @@
 
 #include "rng.h"
 #include "trainers/trainer.h"
+#include "trial_dir.h"
 
 /* ---- time ---------------------------------------------------------------- */
 
@@ -48,6 +51,7 @@ void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params)
             if (r->values[i].type == TUNEP_V_STRING)
                 tunep_free((char *)r->values[i].u.s);
     tunep_free(r->values);
+    tunep_free(r->ckpt);
     tunep_free(r->last);
     tunep_free(r->error);
     tunep_free(r);
@@ -223,6 +227,23 @@ static tune_status study_from_config(const char *text, size_t len, const char *s
         }
         s->fn = tunep_bert_objective;
         s->fn_data = s->bert;
+    } else if (s->cfg.trainer == TUNEP_TRAINER_COMMAND) {
+        st = tunep_command_trainer_new(&s->cfg.command, &s->command, err);
+        if (st) {
+            tune_study_free(s);
+            return st;
+        }
+        s->fn = tunep_command_objective;
+        s->fn_data = s->command;
+    } else if (s->cfg.trainer == TUNEP_TRAINER_PLUGIN) {
+        /* Loaded now, so that `tune validate` reports a missing library or symbol. */
+        st = tunep_plugin_open(&s->cfg.plugin, source, &s->plugin, err);
+        if (st) {
+            tune_study_free(s);
+            return st;
+        }
+        s->fn = tunep_plugin_objective;
+        s->fn_data = s->plugin;
     }
     *ret = s;
     return TUNE_OK;
@@ -268,6 +289,8 @@ void tune_study_free(tune_study *s)
         tunep_trial_rec_free(s->trials[i], s->n_params);
     tunep_free(s->trials);
     tunep_free(s->retry);
+    tunep_free(s->restartq);
+    tunep_searcher_free(s->searcher);
     for (size_t i = 0; i < s->n_metrics; i++)
         tunep_free(s->metric_names[i]);
     tunep_free(s->metric_names);
@@ -277,6 +300,8 @@ void tune_study_free(tune_study *s)
     tunep_free(s->param_names);
     tunep_scheduler_free(s->sched);
     tunep_bert_trainer_free(s->bert);
+    tunep_command_trainer_free(s->command);
+    tunep_plugin_free(s->plugin);
     tunep_store_close(s->store);
     tunep_config_done(&s->cfg);
     pthread_mutex_destroy(&s->lock);
@@ -496,9 +521,21 @@ static struct tunep_trial_rec *new_trial(struct tune_study *s, gsl_rng *r)
     }
     rec->id = s->n_trials;
     rec->status = TUNE_TRIAL_PENDING;
-    uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
     gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SAMPLE));
-    tunep_space_sample(s->cfg.space, r, (uint64_t)rec->id % grid, s->expand_choices, rec->values);
+    if (s->searcher) {
+        tune_error e;
+        tune_status st = s->searcher->ops->suggest(s->searcher, rec->id, r, rec->values, &e);
+        if (!st)
+            st = s->searcher->ops->on_start(s->searcher, rec->id, rec->values);
+        if (st) {
+            tunep_trial_rec_free(rec, s->n_params);
+            return NULL;
+        }
+    } else {
+        uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
+        tunep_space_sample(s->cfg.space, r, (uint64_t)rec->id % grid, s->expand_choices,
+                           rec->values);
+    }
     s->trials[s->n_trials++] = rec;
     s->counts[TUNE_TRIAL_PENDING]++;
     return rec;
@@ -512,29 +549,71 @@ static int budget_left(struct tune_study *s)
     return !s->budget_exhausted;
 }
 
-/* The next trial to run, RUNNING on return; NULL when there is none. Lock held. */
-static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
+/* Appends id to a FIFO of trial ids; 0, or -1 on OOM. */
+static int push_id(int64_t **q, int64_t *n, int64_t *cap, int64_t id)
 {
-    if (s->fatal || atomic_load(&s->stop_requested) || !budget_left(s))
-        return NULL;
-    struct tunep_trial_rec *rec = NULL;
-    if (s->head_retry < s->n_retry) {
-        rec = s->trials[s->retry[s->head_retry++]];
-    } else if (s->n_trials < s->total_trials) {
-        rec = new_trial(s, r);
-        if (!rec) {
-            tune_error e;
-            tunep_error_set(&e, TUNE_ENOMEM, "out of memory creating trial %lld",
-                            (long long)s->n_trials);
-            set_fatal(s, &e);
-            return NULL;
-        }
-    } else {
-        return NULL;
+    if (*n == *cap) {
+        int64_t c = *cap ? *cap * 2 : 16;
+        int64_t *p = tunep_realloc(*q, (size_t)*n * sizeof *p, (size_t)c * sizeof *p);
+        if (!p)
+            return -1;
+        *q = p;
+        *cap = c;
     }
+    (*q)[(*n)++] = id;
+    return 0;
+}
+
+/* Ends a PAUSED trial that will not run again as STOPPED (scheduler or end of study). Lock held. */
+static void end_paused(struct tune_study *s, struct tunep_trial_rec *rec)
+{
+    if (rec->status != TUNE_TRIAL_PAUSED)
+        return;
+    tunep_study_set_status(s, rec, TUNE_TRIAL_STOPPED);
+    int has = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last && rec->has_last_t;
+    double score = has ? s->sign * rec->last[s->main_metric] : -HUGE_VAL;
+    if (!isfinite(score))
+        score = -HUGE_VAL;
+    tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
+    if (s->searcher)
+        (void)s->searcher->ops->on_complete(s->searcher, rec->id, 1, rec->last_t, score);
+    if (s->store && !s->fatal) {
+        tune_error e;
+        if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_STOPPED,
+                                  rec->iteration, rec->time_total_s, tunep_now_wall(), NULL, &e))
+            set_fatal(s, &e);
+    }
+}
+
+/* A PAUSED trial runs again (same attempt). Lock held. */
+static struct tunep_trial_rec *resume_paused(struct tune_study *s, struct tunep_trial_rec *rec)
+{
+    /* The objective starts over: until it loads a checkpoint its reports up to
+     * the pause are replayed, answered without being recorded again. */
+    rec->ff_until = rec->keep_iteration ? 0 : rec->iteration;
+    if (!rec->keep_iteration)
+        rec->iteration = 0;
+    rec->want_ckpt = 0;
+    tunep_study_set_status(s, rec, TUNE_TRIAL_RUNNING);
+    if (s->store) {
+        tune_error e;
+        if (tunep_store_trial_resume(s->store, rec->id, rec->attempt, &e))
+            set_fatal(s, &e);
+    }
+    return rec;
+}
+
+/* A new attempt of a trial (the first, or a retry). Lock held. */
+static struct tunep_trial_rec *start_attempt(struct tune_study *s, struct tunep_trial_rec *rec,
+                                             gsl_rng *r)
+{
     rec->attempt++;
     rec->iteration = 0;
     rec->time_total_s = 0;
+    rec->time_base = 0;
+    rec->ff_until = 0;
+    rec->keep_iteration = 0;
+    rec->want_ckpt = 0;
     rec->start_wall = tunep_now_wall();
     tunep_study_set_status(s, rec, TUNE_TRIAL_RUNNING);
     gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SCHEDULER));
@@ -554,12 +633,131 @@ static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
     return rec;
 }
 
+/* Waits up to 0.1 s for a trial to report, pause or end (and for Ctrl-C). Lock held. */
+static void wait_for_work(struct tune_study *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + 100000000L;
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&s->work_cond, &s->lock, &ts);
+}
+
+/* The next trial to run, RUNNING on return; NULL when there is none. Lock held. */
+static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
+{
+    for (;;) {
+        if (s->fatal || atomic_load(&s->stop_requested) || !budget_left(s))
+            return NULL;
+        int64_t id;
+        while (tunep_scheduler_take_stopped(s->sched, &id))
+            if (id >= 0 && id < s->n_trials)
+                end_paused(s, s->trials[id]);
+        if (s->head_retry < s->n_retry)
+            return start_attempt(s, s->trials[s->retry[s->head_retry++]], r);
+        if (s->head_restart < s->n_restart)
+            return resume_paused(s, s->trials[s->restartq[s->head_restart++]]);
+        int new_left = s->n_trials < s->total_trials;
+        int64_t running = s->counts[TUNE_TRIAL_RUNNING];
+        enum tunep_next next = tunep_scheduler_choose(s->sched, new_left, running, &id);
+        if (next == TUNEP_NEXT_RESUME && id >= 0 && id < s->n_trials &&
+            s->trials[id]->status == TUNE_TRIAL_PAUSED)
+            return resume_paused(s, s->trials[id]);
+        if (next == TUNEP_NEXT_NEW && new_left) {
+            struct tunep_trial_rec *rec = new_trial(s, r);
+            if (!rec) {
+                tune_error e;
+                tunep_error_set(&e, TUNE_ENOMEM, "out of memory creating trial %lld",
+                                (long long)s->n_trials);
+                set_fatal(s, &e);
+                return NULL;
+            }
+            return start_attempt(s, rec, r);
+        }
+        if (running > 0 && s->have_work_cond) {
+            wait_for_work(s);
+            continue;
+        }
+        /* Nothing runs and nothing will: trials still paused end here. */
+        for (int64_t i = 0; i < s->n_trials; i++)
+            end_paused(s, s->trials[i]);
+        if (s->have_work_cond)
+            pthread_cond_broadcast(&s->work_cond);
+        return NULL;
+    }
+}
+
+/*
+ * PBT: the trial takes the donor's checkpoint and an explored copy of its
+ * configuration, and waits PAUSED in restartq to run on. 0, or -1 when that
+ * failed (the trial then just ends as if stopped). Lock held.
+ */
+static int exploit(struct tune_study *s, struct tunep_trial_rec *rec, int64_t donor_id)
+{
+    const struct tunep_trial_rec *donor = s->trials[donor_id];
+    tune_error e;
+    if (tunep_checkpoint_copy(s, rec, donor, &e)) {
+        tunep_log(TUNE_LOG_WARN, "trial %lld: PBT cannot copy trial %lld's checkpoint: %s",
+                  (long long)rec->id, (long long)donor_id, e.text);
+        return -1;
+    }
+    struct tunep_value *v = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *v);
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    if (!v || !r || push_id(&s->restartq, &s->n_restart, &s->cap_restart, rec->id)) {
+        tunep_free(v);
+        gsl_rng_free(r);
+        return -1;
+    }
+    rec->n_exploits++;
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed ^ tunep_splitmix64(
+                                                       (uint64_t)rec->n_exploits),
+                                                   rec->id, TUNEP_RNG_EXPLORE));
+    tunep_scheduler_explore(s->sched, rec->id, donor->values, r, v);
+    gsl_rng_free(r);
+    /* A record loaded from a store owns its strings; explored ones are borrowed. */
+    for (size_t i = 0; i < s->n_params; i++) {
+        if (rec->own_strings && rec->values[i].type == TUNEP_V_STRING)
+            tunep_free((char *)rec->values[i].u.s);
+        rec->values[i] = v[i];
+        if (rec->own_strings && v[i].type == TUNEP_V_STRING)
+            rec->values[i].u.s = tunep_strdup(v[i].u.s ? v[i].u.s : "");
+    }
+    tunep_free(v);
+    if (s->store && tunep_store_trial_set_values(s->store, rec->id, rec->values, &e))
+        set_fatal(s, &e);
+    tunep_log(TUNE_LOG_INFO, "trial %lld: PBT exploits trial %lld (checkpoint at iteration %lld)",
+              (long long)rec->id, (long long)donor_id, (long long)donor->ckpt_iter);
+    rec->keep_iteration = 1;
+    return 0;
+}
+
 /* Ends an attempt: decides the status from the end reason and the objective's status. Lock held. */
 static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret)
 {
     struct tunep_trial_rec *rec = t->rec;
     tune_trial_status status;
     const char *error = NULL;
+    if (s->have_work_cond)
+        pthread_cond_broadcast(&s->work_cond);
+    if ((t->end == TUNEP_END_PAUSED || t->end == TUNEP_END_EXPLOIT) && !t->fail_now &&
+        (ret == TUNE_OK || ret == TUNE_ESTOP)) {
+        /* Paused: the attempt goes on later. */
+        rec->time_base = rec->time_total_s;
+        tunep_study_set_status(s, rec, TUNE_TRIAL_PAUSED);
+        if (s->store && !s->fatal) {
+            tune_error e;
+            if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_PAUSED,
+                                      rec->iteration, rec->time_total_s, tunep_now_wall(), NULL,
+                                      &e))
+                set_fatal(s, &e);
+        }
+        if (t->end == TUNEP_END_PAUSED)
+            tunep_scheduler_on_trial_paused(s->sched, rec->id);
+        else if (exploit(s, rec, t->donor))
+            end_paused(s, rec);
+        return;
+    }
     if (t->end == TUNEP_END_INTERRUPTED || (s->fatal && ret == TUNE_ESTORE)) {
         /* A store failure stops the study: the attempt did not fail, it was cut short. */
         status = TUNE_TRIAL_PENDING;
@@ -599,7 +797,7 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
             status = TUNE_TRIAL_ERROR;
         }
     }
-    rec->time_total_s = tunep_now_monotonic() - t->t0;
+    rec->time_total_s = rec->time_base + (tunep_now_monotonic() - t->t0);
     tunep_study_set_status(s, rec, status);
     if (status == TUNE_TRIAL_TERMINATED || status == TUNE_TRIAL_STOPPED) {
         /* As Ray's on_trial_complete: the final result may fill a rung the trial reached. */
@@ -608,9 +806,13 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
         if (!isfinite(score))
             score = -HUGE_VAL;
         tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
+        if (s->searcher)
+            (void)s->searcher->ops->on_complete(s->searcher, rec->id, 1, rec->last_t, score);
     } else if (status == TUNE_TRIAL_ERROR) {
         /* As Ray's on_trial_error: forget the trial without recording a result. */
         tunep_scheduler_on_trial_complete(s->sched, rec->id, 0, 0, -HUGE_VAL);
+        if (s->searcher)
+            (void)s->searcher->ops->on_complete(s->searcher, rec->id, 0, 0, -HUGE_VAL);
     }
     if (s->store && !s->fatal) {
         /* Not committed here: the next report's commit or the flusher (at most
@@ -653,9 +855,16 @@ static void *flusher_main(void *arg)
     return NULL;
 }
 
+/* A worker thread: its study and, under MPI, the remote slot it runs trials on. */
+struct worker_arg {
+    struct tune_study *s;
+    int slot;
+};
+
 static void *worker_main(void *arg)
 {
-    struct tune_study *s = arg;
+    struct tune_study *s = ((struct worker_arg *)arg)->s;
+    int slot = ((struct worker_arg *)arg)->slot;
     gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
     if (!r) {
         pthread_mutex_lock(&s->lock);
@@ -670,12 +879,15 @@ static void *worker_main(void *arg)
         struct tunep_trial_rec *rec = next_trial(s, r);
         if (!rec)
             break;
-        struct tune_trial t = {.study = s, .rec = rec, .end = TUNEP_END_NONE};
+        struct tune_trial t = {.study = s, .rec = rec, .end = TUNEP_END_NONE, .donor = -1};
         t.t0 = tunep_now_monotonic();
         t.ipc_req = t.ipc_resp = -1;
         pthread_mutex_unlock(&s->lock);
-        tune_status ret = s->cfg.isolation_process ? tunep_run_isolated(s, &t)
-                                                   : s->fn(&t, s->fn_data);
+        tunep_trial_dir_open(s, &t);
+        tune_status ret = s->mpi_size > 1           ? tunep_run_remote(s, &t, slot)
+                          : s->cfg.isolation_process ? tunep_run_isolated(s, &t)
+                                                     : s->fn(&t, s->fn_data);
+        tunep_trial_dir_close(&t);
         pthread_mutex_lock(&s->lock);
         finish_trial(s, &t, ret);
     }
@@ -701,12 +913,18 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
     /* Data errors (a malformed TSV line) stop the run before anything is written. */
     if (s->bert && s->fn == tunep_bert_objective && (st = tunep_bert_trainer_prepare(s->bert, err)))
         return st;
-    st = tunep_scheduler_new(&s->cfg.scheduler, &s->sched, err);
+    if (s->plugin && s->fn == tunep_plugin_objective && (st = tunep_plugin_prepare(s->plugin, err)))
+        return st;
+    st = tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
+    if (st)
+        return st;
+    st = tunep_study_searcher_new(s, err);
     if (st)
         return st;
     st = open_storage(s, err);
     if (st)
         return st;
+    s->have_work_cond = pthread_cond_init(&s->work_cond, NULL) == 0;
     s->t_start = tunep_now_monotonic();
     s->wall_start = tunep_now_wall();
 
@@ -718,26 +936,44 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
             pthread_cond_destroy(&s->flusher_cond);
     }
 
-    int64_t n_workers = s->cfg.max_concurrent;
+    /* Under MPI one worker thread per remote slot: the ranks set the concurrency. */
+    int64_t n_workers = s->mpi_size > 1 ? (int64_t)(s->mpi_size - 1) * s->mpi_per_rank
+                                        : s->cfg.max_concurrent;
     if (n_workers > s->total_trials)
         n_workers = s->total_trials;
     if (n_workers <= 1) {
-        worker_main(s);
+        struct worker_arg a = {s, 0};
+        worker_main(&a);
     } else {
         pthread_t *threads = tunep_calloc((size_t)n_workers, sizeof *threads);
-        if (!threads)
+        struct worker_arg *args = tunep_calloc((size_t)n_workers, sizeof *args);
+        if (!threads || !args) {
+            tunep_free(threads);
+            tunep_free(args);
             return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        }
         int64_t started = 0;
-        for (; started < n_workers; started++)
-            if (pthread_create(&threads[started], NULL, worker_main, s) != 0)
+        for (; started < n_workers; started++) {
+            args[started] = (struct worker_arg){s, (int)started};
+            if (pthread_create(&threads[started], NULL, worker_main, &args[started]) != 0)
                 break;
-        if (started == 0)
-            worker_main(s);
+        }
+        if (started == 0) {
+            args[0] = (struct worker_arg){s, 0};
+            worker_main(&args[0]);
+        }
         for (int64_t i = 0; i < started; i++)
             pthread_join(threads[i], NULL);
         tunep_free(threads);
+        tunep_free(args);
     }
+    if (s->mpi_size > 1)
+        tunep_mpi_quit_workers(s);
 
+    if (s->have_work_cond) {
+        pthread_cond_destroy(&s->work_cond);
+        s->have_work_cond = 0;
+    }
     if (have_flusher) {
         pthread_mutex_lock(&s->lock);
         s->flusher_quit = 1;

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "schedulers/scheduler.h"
+#include "search/searcher.h"
 #include "search/space.h"
 #include "store.h"
 
@@ -24,7 +25,9 @@ enum tunep_end_reason {
     TUNEP_END_NONE = 0,
     TUNEP_END_TERMINATED, /* max_t or stop.training_iteration reached */
     TUNEP_END_STOPPED,    /* scheduler, metric threshold or time budget */
-    TUNEP_END_INTERRUPTED /* tune_study_request_stop(): back to PENDING */
+    TUNEP_END_INTERRUPTED, /* tune_study_request_stop(): back to PENDING */
+    TUNEP_END_PAUSED,      /* a pausing scheduler: PAUSED until it resumes the trial */
+    TUNEP_END_EXPLOIT,     /* PBT: restart from a better trial's checkpoint and explored values */
 };
 
 /* The study's record of one trial (all attempts). */
@@ -43,6 +46,18 @@ struct tunep_trial_rec {
     char *error;            /* last failure, owned */
     int own_strings;        /* string values are owned (loaded from a store), not the space's */
     int failures_base;      /* attempts before a resume that retries ERROR trials */
+    /* Pausing and checkpoints (checkpoint.c). */
+    double time_base;       /* time_total_s of the attempt's segments before its last pause */
+    int64_t ff_until;       /* a resumed objective replays reports up to this iteration:
+                             * they are answered but not recorded again ("fast-forward") */
+    int keep_iteration;     /* PBT restart: loading the donor's checkpoint keeps the count */
+    int want_ckpt;          /* tune_trial_checkpoint_wanted() */
+    int has_ckpt;           /* a checkpoint exists (in ckpt, or in the trial's folder) */
+    int64_t ckpt_iter;      /* the iteration it was saved at */
+    double ckpt_t;          /* the scheduler's time_attr value then (PBT's interval) */
+    void *ckpt;             /* in-memory studies: the bytes; else NULL */
+    size_t ckpt_size;
+    int n_exploits;         /* PBT restarts so far */
 };
 
 struct tune_trial {
@@ -52,6 +67,11 @@ struct tune_trial {
     enum tunep_end_reason end;
     int fail_now;           /* timed out or reported a non-finite metric: the attempt fails */
     int ipc_req, ipc_resp;  /* in an isolated child: pipes to the controller; else -1 */
+    char *dir;              /* the trial's folder (trial_dir.c), absolute; NULL if none */
+    int dir_tried;          /* tune_trial_dir() made (or failed to make) it this attempt */
+    int64_t donor;          /* TUNEP_END_EXPLOIT: the trial whose checkpoint it takes */
+    int remote_tag;         /* on an MPI worker rank: the slot's tag; else 0 (mpi.c) */
+    uint64_t remote_seed;   /* there: the controller's study seed */
     char error[512];
 };
 
@@ -61,6 +81,12 @@ struct tune_trial {
  * crash or a timeout costs only this attempt. Lock not held.
  */
 tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t);
+/* MPI (mpi.c): runs trial t on worker slot `slot` (rank 1 + slot / per_rank), answering
+ * its reports; on a worker rank, sends a report to rank 0; ends the worker ranks. */
+tune_status tunep_run_remote(struct tune_study *s, struct tune_trial *t, int slot);
+tune_status tunep_mpi_report(struct tune_trial *t, size_t n, const char *const *names,
+                             const double *values);
+void tunep_mpi_quit_workers(struct tune_study *s);
 /* In the child: sends a report to the controller and returns its answer. */
 tune_status tunep_ipc_report(struct tune_trial *t, size_t n, const char *const *names,
                              const double *values);
@@ -70,6 +96,8 @@ struct tune_study {
     tune_objective_fn fn;
     void *fn_data;
     struct tunep_bert_trainer *bert; /* the bert trainer's shared state, when it is the trainer */
+    struct tunep_command_trainer *command; /* the command trainer's, likewise */
+    struct tunep_plugin *plugin;           /* the loaded plugin, likewise */
     int readonly;           /* opened from an experiment folder */
     unsigned resume_flags;  /* TUNE_RESUME_* */
     const char **param_names; /* n_params names: into the space, or owned when readonly */
@@ -79,6 +107,13 @@ struct tune_study {
     pthread_mutex_t lock;
     struct tunep_store *store;
     struct tunep_scheduler *sched;
+    struct tunep_searcher *searcher; /* NULL for random and grid search */
+    int mpi_size;           /* > 1: trials run on MPI ranks 1 .. mpi_size-1 (mpi.c) */
+    int mpi_per_rank;       /* trials at once per worker rank */
+    pthread_cond_t work_cond; /* a worker waits here when the scheduler says WAIT */
+    int have_work_cond;
+    int64_t *restartq;      /* PBT: exploited trials waiting to restart (FIFO) */
+    int64_t n_restart, head_restart, cap_restart;
     double sign;            /* +1 for mode max, -1 for min: scores are sign * metric */
     int64_t total_trials;   /* grid points x num_samples */
     int expand_choices;
@@ -130,6 +165,19 @@ void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tun
 void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
 /* Continues the experiment stored at db (resume.c). Scheduler created, lock not needed. */
 tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err);
+/* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */
+tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err);
+
+/* Checkpoints (checkpoint.c), lock held: the path of a trial's checkpoint
+ * file (NULL for in-memory studies or on OOM; free with tunep_free), a copy of
+ * the donor's checkpoint for a PBT restart, and forgetting a trial's. */
+char *tunep_checkpoint_path(const struct tune_study *s, int64_t trial_id);
+tune_status tunep_checkpoint_copy(struct tune_study *s, struct tunep_trial_rec *dst,
+                                  const struct tunep_trial_rec *src, tune_error *err);
+void tunep_checkpoint_forget(struct tunep_trial_rec *r);
+/* Looks for a trial's checkpoint file after `tune resume`; sets has_ckpt/ckpt_iter. */
+void tunep_checkpoint_probe(struct tune_study *s, struct tunep_trial_rec *r);
+
 /* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
 tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);
 

@@ -25,7 +25,10 @@ int tune_trial_attempt(const tune_trial *t)
 
 uint64_t tune_trial_seed(const tune_trial *t)
 {
-    return t ? tunep_trial_seed(t->study->cfg.seed, t->rec->id, TUNEP_RNG_OBJECTIVE) : 0;
+    if (!t)
+        return 0;
+    uint64_t seed = t->remote_tag ? t->remote_seed : t->study->cfg.seed;
+    return tunep_trial_seed(seed, t->rec->id, TUNEP_RNG_OBJECTIVE);
 }
 
 int64_t tune_trial_iteration(const tune_trial *t)
@@ -205,6 +208,23 @@ static enum tunep_end_reason check_stop(struct tune_study *s, const struct tune_
     return TUNEP_END_NONE;
 }
 
+/*
+ * Asks the objective for a checkpoint every checkpoint_frequency iterations,
+ * and for PBT every perturbation_interval, so that a donor's state is fresh
+ * when a worse trial copies it. Lock held.
+ */
+static void want_checkpoint(const struct tune_study *s, struct tunep_trial_rec *rec, int has_t,
+                            double tv)
+{
+    int64_t freq = s->cfg.checkpoint_frequency;
+    if (freq > 0 && rec->iteration % freq == 0)
+        rec->want_ckpt = 1;
+    const struct tunep_scheduler_config *c = &s->cfg.scheduler;
+    if (c->type == TUNEP_SCHED_PBT && has_t &&
+        (!rec->has_ckpt || tv - rec->ckpt_t >= c->pbt.perturbation_interval))
+        rec->want_ckpt = 1;
+}
+
 /* Records the first store failure; every worker stops at its next chance. Lock held. */
 static void store_failed(struct tune_study *s, const tune_error *e)
 {
@@ -257,6 +277,8 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
     }
     if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
         return tunep_ipc_report(t, n, names, values);
+    if (t->remote_tag) /* a trial on an MPI worker rank: rank 0 answers */
+        return tunep_mpi_report(t, n, names, values);
     struct tune_study *s = t->study;
     struct tunep_trial_rec *rec = t->rec;
     tune_status ret = TUNE_OK;
@@ -273,7 +295,16 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         goto out;
     }
     rec->iteration++;
-    rec->time_total_s = tunep_now_monotonic() - t->t0;
+    rec->time_total_s = rec->time_base + (tunep_now_monotonic() - t->t0);
+    if (rec->iteration <= rec->ff_until) {
+        /* A resumed objective that did not load a checkpoint replays what it
+         * reported before its pause: answered, not recorded again. */
+        if (atomic_load(&s->stop_requested)) {
+            t->end = TUNEP_END_INTERRUPTED;
+            ret = TUNE_ESTOP;
+        }
+        goto out;
+    }
     s->n_reports++;
     if (s->store) {
         tune_error e;
@@ -329,13 +360,35 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
             rec->last_t = tv;
             rec->has_last_t = 1;
         }
+        tunep_scheduler_set_waiting(s->sched, (s->n_retry - s->head_retry) +
+                                                  (s->total_trials - s->n_trials));
         enum tunep_decision d = tunep_scheduler_on_result(s->sched, rec->id, has_t, tv, score);
-        if (d == TUNEP_STOP)
+        if (s->searcher && has_t)
+            (void)s->searcher->ops->on_result(s->searcher, rec->id, tv, score);
+        if (d == TUNEP_STOP) {
             end = TUNEP_END_STOPPED;
-        else if (d == TUNEP_TERMINATE)
+        } else if (d == TUNEP_TERMINATE) {
             end = TUNEP_END_TERMINATED;
+        } else if (d == TUNEP_PAUSE) {
+            end = TUNEP_END_PAUSED;
+            rec->want_ckpt = 1; /* so that it resumes where it paused */
+        } else if (d == TUNEP_EXPLOIT) {
+            /* Only a donor with a checkpoint can be copied; otherwise go on. */
+            int64_t donor = tunep_scheduler_exploit_donor(s->sched, rec->id);
+            if (donor >= 0 && donor < s->n_trials && donor != rec->id &&
+                s->trials[donor]->has_ckpt) {
+                end = TUNEP_END_EXPLOIT;
+                t->donor = donor;
+            }
+        }
+        if (end == TUNEP_END_NONE || end == TUNEP_END_PAUSED || end == TUNEP_END_EXPLOIT) {
+            /* A stop condition wins over a pause: the trial would never resume. */
+            enum tunep_end_reason stop = check_stop(s, t, n, names, values);
+            if (stop != TUNEP_END_NONE)
+                end = stop;
+        }
         if (end == TUNEP_END_NONE)
-            end = check_stop(s, t, n, names, values);
+            want_checkpoint(s, rec, has_t, tv);
     }
     t->end = end;
     if (end != TUNEP_END_NONE)

@@ -305,10 +305,12 @@ typedef enum tune_trial_status {
     TUNE_TRIAL_TERMINATED = 2, /**< reached its end: returned, max_t, or stop.training_iteration */
     TUNE_TRIAL_STOPPED = 3,    /**< ended early: scheduler, metric threshold or time budget */
     TUNE_TRIAL_ERROR = 4,      /**< failed more than max_failures times */
+    TUNE_TRIAL_PAUSED = 5,     /**< stopped by a pausing scheduler (HyperBand, promotion ASHA,
+                                    median stopping without hard_stop, PBT), to run on later */
     TUNE_TRIAL_STATUS_COUNT
 } tune_trial_status;
 
-/** "PENDING", "RUNNING", "TERMINATED", "STOPPED", "ERROR"; "UNKNOWN" otherwise. Static. */
+/** "PENDING", "RUNNING", "TERMINATED", "STOPPED", "ERROR", "PAUSED"; "UNKNOWN" otherwise. Static. */
 TUNE_API const char *tune_trial_status_name(tune_trial_status status);
 
 /**
@@ -360,6 +362,17 @@ TUNE_API double tune_trial_get_double_or(const tune_trial *trial, const char *na
 /** The parameter as an integer, or `fallback` when it is missing or not integral. */
 TUNE_API int64_t tune_trial_get_int_or(const tune_trial *trial, const char *name,
                                        int64_t fallback);
+/**
+ * The trial's own folder, `<storage>/trials/trial_000042` as an absolute path,
+ * where the objective may keep its files. The first call (of any attempt)
+ * makes it, with `params.json` (the trial's configuration) inside; the
+ * command trainer calls it at the start of every attempt and keeps the
+ * program's `stdout.log` and `stderr.log` there. NULL when the study keeps
+ * no files (storage ":memory:") or the folder cannot be made (logged).
+ * Borrowed; valid while the objective runs. Call it from the objective's
+ * thread.
+ */
+TUNE_API const char *tune_trial_dir(const tune_trial *trial);
 /** The trial's configuration as a JSON object (nested as in param_space). Caller frees with tune_free(). */
 TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_json,
                                             tune_error *err);
@@ -381,6 +394,54 @@ TUNE_API tune_status tune_trial_report(tune_trial *trial, size_t n, const char *
                                        const double *values);
 /** tune_trial_report() with one metric. */
 TUNE_API tune_status tune_trial_report_metric(tune_trial *trial, const char *name, double value);
+/*
+ * Checkpoints. An objective that can save its state makes pausing schedulers
+ * (HyperBand, promotion ASHA), PBT, retries and `tune resume` continue where
+ * it was instead of starting over:
+ *
+ *     void *state; size_t size;
+ *     if (tune_trial_load_checkpoint(trial, &state, &size, NULL) == TUNE_OK) {
+ *         ... restore from state ...; tune_free(state);
+ *     }
+ *     for (...) {
+ *         ... train one iteration ...
+ *         tune_status st = tune_trial_report(trial, n, names, values);
+ *         if (tune_trial_checkpoint_wanted(trial))
+ *             tune_trial_save_checkpoint(trial, my_state, my_size, NULL);
+ *         if (st == TUNE_ESTOP) return TUNE_OK;
+ *     }
+ *
+ * An objective that never saves is still correct: a paused trial is then
+ * rerun from its start, and the engine answers the reports it already made
+ * (up to where it paused) without recording them again ("fast-forward").
+ * PBT needs checkpoints: a trial without one is never exploited.
+ */
+
+/**
+ * Saves the objective's state as of the last report. The bytes are copied:
+ * into the trial's folder (`checkpoint.bin`, written atomically and synced)
+ * when the study has a storage folder, else kept in memory. Each save
+ * replaces the previous one. @return TUNE_OK, TUNE_EINVAL, TUNE_ENOMEM, TUNE_EIO.
+ */
+TUNE_API tune_status tune_trial_save_checkpoint(tune_trial *trial, const void *data, size_t size,
+                                                tune_error *err);
+/**
+ * The checkpoint this attempt should start from: the trial's own last one
+ * (after a pause, a failure or `tune resume`), or a better trial's that PBT
+ * copied. On TUNE_OK, *ret_data (free with tune_free()) holds *ret_size bytes
+ * and the engine's iteration count continues from the checkpoint's iteration.
+ * @return TUNE_OK, TUNE_ENOTFOUND (start from scratch), TUNE_EINVAL,
+ *         TUNE_ENOMEM, TUNE_EIO (an unreadable or corrupt checkpoint file).
+ */
+TUNE_API tune_status tune_trial_load_checkpoint(tune_trial *trial, void **ret_data,
+                                                size_t *ret_size, tune_error *err);
+/**
+ * 1 when the engine asks for a checkpoint now: after a report answered by a
+ * pause or a PBT exploit decision, every `checkpoint_frequency` iterations,
+ * or every PBT perturbation_interval. 0 otherwise.
+ */
+TUNE_API int tune_trial_checkpoint_wanted(const tune_trial *trial);
+
 /**
  * Records why the objective is about to fail, for the trial's error column.
  * Call it before returning an error status. printf-style; always succeeds.
@@ -510,6 +571,67 @@ typedef enum tune_csv_kind {
  */
 TUNE_API tune_status tune_study_export_csv(tune_study *study, tune_csv_kind kind,
                                            const char *path, tune_error *err);
+
+/**
+ * Writes report.html for the experiment folder experiment_dir (the one holding
+ * experiment.db): one self-contained page (no network, fonts or external
+ * scripts) with the summary (best trial and its config, counts by status,
+ * compute and wall time), the learning curve of every trial with ASHA's rung
+ * milestones, each parameter against the final metric (log axes for log
+ * domains), parallel coordinates and a sortable table of trials. The store is
+ * opened read-only, so this works during a run too. The file is written to
+ * "<out_path>.tmp" and renamed into place.
+ * @param out_path the page to write; NULL for "<experiment_dir>/report.html"
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE,
+ *         TUNE_EIO (err->source names the file), TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_report_html(const char *experiment_dir, const char *out_path,
+                                      tune_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Beyond one machine: MPI                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * `mpirun -n N tune run CONFIG` runs the controller on rank 0 and trials on
+ * ranks 1 .. N-1 (tune_study_set_mpi()'s trials_per_rank each). Only rank 0
+ * touches the store; the results are those of a local run. The CLI does all
+ * of this; a C program does the same:
+ *
+ *     int rank, size;
+ *     tune_mpi_init(&argc, &argv, &rank, &size, &err);
+ *     ... create the study from the same config on every rank, set the objective ...
+ *     if (rank == 0) { tune_study_set_mpi(study, 1, &err); tune_study_run(study, &err); }
+ *     else           tune_mpi_serve(study, 1, &err);
+ *     tune_mpi_finalize();
+ */
+
+/** 1 when this libtune was built with MPI, else 0 (the functions below then return TUNE_EUNSUPPORTED). */
+TUNE_API int tune_mpi_available(void);
+/**
+ * MPI_Init_thread with MPI_THREAD_MULTIPLE (several trials per rank talk at
+ * once); the rank and the number of ranks. @return TUNE_OK, TUNE_EUNSUPPORTED.
+ */
+TUNE_API tune_status tune_mpi_init(int *argc, char ***argv, int *ret_rank, int *ret_size,
+                                   tune_error *err);
+/** MPI_Finalize, once; a no-op without MPI. */
+TUNE_API void tune_mpi_finalize(void);
+/** MPI_Abort of the whole job (for a rank that cannot go on); a no-op without MPI. */
+TUNE_API void tune_mpi_abort(int code);
+/**
+ * On rank 0, before tune_study_run(): trials run on the other ranks,
+ * trials_per_rank at once on each (max_concurrent_trials is then ignored).
+ * Checkpoints stay local, so PBT is refused (TUNE_ECONFIG) and pausing
+ * schedulers fast-forward resumed trials. @return TUNE_OK, TUNE_EINVAL, TUNE_ECONFIG.
+ */
+TUNE_API tune_status tune_study_set_mpi(tune_study *study, int trials_per_rank, tune_error *err);
+/**
+ * On ranks > 0: runs the trials rank 0 sends with this study's objective
+ * (the same config as rank 0's; its own store is never opened), until rank
+ * 0's run ends. trials_per_rank must equal rank 0's. @return TUNE_OK,
+ * TUNE_EINVAL, TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_mpi_serve(tune_study *study, int trials_per_rank, tune_error *err);
 
 #ifdef __cplusplus
 }

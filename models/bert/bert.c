@@ -7,10 +7,16 @@
  * Invariants: all memory is six backend arenas (params, grads, AdamW m and
  * v, acts, grad-acts) plus the int32 inputs, allocated at creation for
  * (B_max, T_max) from bert_layout.c and never resized; every kernel call
- * goes through the table (no backend #ifdefs here); the backward pass zeroes
- * the grad-acts arena once and all kernels accumulate into it, then into
- * the parameter gradients. Dropout masks are keyed by (seed, stream of
- * (activation id, layer), element index), so backward regenerates them.
+ * goes through the table (no backend #ifdefs here). Backward kernels
+ * accumulate (into activation gradients, then parameter gradients), so the
+ * backward pass zeroes each activation gradient just before the first
+ * kernel that adds into it, which also lets layers share the gradient
+ * buffers that live inside one layer (grad column 2 of BERT_ACTS): zeroing
+ * the whole grad-acts arena up front (~90 MB for bert-tiny at 32x128) wrote
+ * it all to memory and read it back, while a buffer zeroed just in time is
+ * still in cache when the kernel reads it. Dropout masks are keyed by
+ * (seed, stream of (activation id, layer), element index), so backward
+ * regenerates them.
  * References: Devlin et al. 2019; Hugging Face modeling_bert.py
  * (BertForSequenceClassification); torch.optim.AdamW and
  * torch.nn.utils.clip_grad_norm_ (PyTorch 1.13).
@@ -400,6 +406,15 @@ tune_status TUNEP_RFN(tunep_bert_forward)(MODEL *m, const struct tunep_bert_batc
 
 /* ---- backward ------------------------------------------------------------ */
 
+/* Layer l's gradient buffer of activation `field` (table id, elements per
+ * layer): its own slice where the table's grad column is 1, the one buffer
+ * every layer shares where it is 2. */
+#define DL(field, id, size)                                                                        \
+    (d->field + (tunep_bert_act_info[BERT_A_##id].grad == 1 ? (size_t)l * (size) : 0))
+
+/* Zeroes n elements of an activation gradient (see the invariant above). */
+#define ZERO(ptr, n) TRY(m->be->memzero(m->be->ctx, (ptr), (size_t)(n) * sizeof(real), err))
+
 tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
 {
     if (!m)
@@ -419,18 +434,23 @@ tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
     const PARAMS *p = &m->params, *g = &m->grads;
     const ACTS *a = &m->acts, *d = &m->dacts;
 
-    TRY(m->be->memzero(m->be->ctx, m->dacts_mem, m->layout.grad_total * sizeof(real), err));
+    const size_t BC = (size_t)B * (size_t)C;
     /* d(mean loss)/d(loss_b) = 1/B */
     for (int b = 0; b < B; b++)
         m->host_real[b] = (real)(1.0 / B);
     TRY(m->be->upload(m->be->ctx, d->losses, m->host_real, (size_t)B * sizeof(real), err));
 
+    ZERO(d->logits, (size_t)B * (size_t)K);
     KERNEL(m, err, softmax_xent_bwd, d->logits, d->losses, a->probs, labels, B, K);
+    ZERO(d->pool_drop, BC);
     KERNEL(m, err, matmul_bwd, d->pool_drop, g->cls_w, g->cls_b, d->logits, a->pool_drop, p->cls_w,
            B, C, K);
-    KERNEL(m, err, dropout_bwd, d->pool, NULL, d->pool_drop, (size_t)B * (size_t)C, ph, seed,
+    ZERO(d->pool, BC);
+    KERNEL(m, err, dropout_bwd, d->pool, NULL, d->pool_drop, BC, ph, seed,
            drop_stream(BERT_A_POOL_DROP, 0));
     const size_t last = (size_t)(L - 1) * BTC;
+    ZERO(d->pool_pre, BC);
+    ZERO(d->out_ln + last, BTC); /* the pooler reaches only t = 0 */
     KERNEL(m, err, pooler_bwd, d->out_ln + last, g->pool_w, g->pool_b, d->pool_pre, d->pool,
            a->pool, a->out_ln + last, p->pool_w, B, T, C);
 
@@ -447,36 +467,48 @@ tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
         const real *l_fc = a->fc + l * BTI, *l_gelu = a->fc_gelu + l * BTI;
         const real *l_fcres = a->fc_res + l * BTC;
         const real *l_mean2 = a->out_mean + l * BT_, *l_rstd2 = a->out_rstd + l * BT_;
-        real *dl_q = d->q + l * BTC, *dl_k = d->k + l * BTC, *dl_v = d->v + l * BTC;
-        real *dl_ctx = d->att_ctx + l * BTC, *dl_proj = d->att_proj + l * BTC;
-        real *dl_res = d->att_res + l * BTC, *dl_ln1 = d->att_ln + l * BTC;
-        real *dl_fc = d->fc + l * BTI, *dl_gelu = d->fc_gelu + l * BTI;
-        real *dl_fcproj = d->fc_proj + l * BTC, *dl_fcres = d->fc_res + l * BTC;
-        real *dl_out = d->out_ln + l * BTC;
+        real *dl_q = DL(q, Q, BTC), *dl_k = DL(k, K, BTC), *dl_v = DL(v, V, BTC);
+        real *dl_ctx = DL(att_ctx, ATT_CTX, BTC), *dl_proj = DL(att_proj, ATT_PROJ, BTC);
+        real *dl_res = DL(att_res, ATT_RES, BTC), *dl_ln1 = DL(att_ln, ATT_LN, BTC);
+        real *dl_fc = DL(fc, FC, BTI), *dl_gelu = DL(fc_gelu, FC_GELU, BTI);
+        real *dl_fcproj = DL(fc_proj, FC_PROJ, BTC), *dl_fcres = DL(fc_res, FC_RES, BTC);
+        real *dl_out = DL(out_ln, OUT_LN, BTC);
 
+        /* dl_out was zeroed before its first writer: the pooler for the
+         * last layer, the next layer's residual dropout_bwd otherwise. */
+        ZERO(dl_fcres, BTC);
         KERNEL(m, err, layernorm_bwd, dl_fcres, g->out_ln_w + lc, g->out_ln_b + lc, dl_out, l_fcres,
                p->out_ln_w + lc, l_mean2, l_rstd2, BT, C);
+        ZERO(dl_fcproj, BTC);
+        ZERO(dl_ln1, BTC);
         KERNEL(m, err, dropout_bwd, dl_fcproj, dl_ln1, dl_fcres, BTC, ph, seed,
                drop_stream(BERT_A_FC_RES, l));
+        ZERO(dl_gelu, BTI);
         KERNEL(m, err, matmul_bwd, dl_gelu, g->fc_o_w + lci, g->fc_o_b + lc, dl_fcproj, l_gelu,
                p->fc_o_w + lci, BT, I, C);
+        ZERO(dl_fc, BTI);
         KERNEL(m, err, gelu_bwd, dl_fc, dl_gelu, l_fc, BTI);
         KERNEL(m, err, matmul_bwd, dl_ln1, g->fc_w + lci, g->fc_b + li, dl_fc, l_ln1, p->fc_w + lci,
                BT, C, I);
+        ZERO(dl_res, BTC);
         KERNEL(m, err, layernorm_bwd, dl_res, g->att_ln_w + lc, g->att_ln_b + lc, dl_ln1, l_res,
                p->att_ln_w + lc, l_mean1, l_rstd1, BT, C);
+        ZERO(dl_proj, BTC);
+        ZERO(dx, BTC);
         KERNEL(m, err, dropout_bwd, dl_proj, dx, dl_res, BTC, ph, seed,
                drop_stream(BERT_A_ATT_RES, l));
+        ZERO(dl_ctx, BTC);
         KERNEL(m, err, matmul_bwd, dl_ctx, g->att_o_w + lcc, g->att_o_b + lc, dl_proj, l_ctx,
                p->att_o_w + lcc, BT, C, C);
-        if (l != L - 1) {
-            /* The (B,NH,T,T) gradients are one layer's worth, shared by all
-             * layers (table column grad = 2): clear the previous layer's. */
-            TRY(m->be->memzero(m->be->ctx, d->preatt, NTT * sizeof(real), err));
-            TRY(m->be->memzero(m->be->ctx, d->att, NTT * sizeof(real), err));
-            if (pa > 0.0)
-                TRY(m->be->memzero(m->be->ctx, d->att_drop, NTT * sizeof(real), err));
-        }
+        /* The (B,NH,T,T) gradients are one layer's worth, shared by all
+         * layers (table column grad = 2). */
+        ZERO(d->preatt, NTT);
+        ZERO(d->att, NTT);
+        if (pa > 0.0)
+            ZERO(d->att_drop, NTT);
+        ZERO(dl_q, BTC);
+        ZERO(dl_k, BTC);
+        ZERO(dl_v, BTC);
         KERNEL(m, err, attention_bwd, dl_q, dl_k, dl_v, d->preatt, d->att, d->att_drop, dl_ctx, l_q,
                l_k, l_v, l_att, l_att_drop, mask, B, T, C, NH, pa, seed,
                drop_stream(BERT_A_ATT_DROP, l));
@@ -485,13 +517,18 @@ tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
         KERNEL(m, err, matmul_bwd, dx, g->v_w + lcc, g->v_b + lc, dl_v, x, p->v_w + lcc, BT, C, C);
     }
 
+    ZERO(d->emb_ln, BTC);
     KERNEL(m, err, dropout_bwd, d->emb_ln, NULL, d->emb_drop, BTC, ph, seed,
            drop_stream(BERT_A_EMB_DROP, 0));
+    ZERO(d->emb, BTC);
     KERNEL(m, err, layernorm_bwd, d->emb, g->emb_ln_w, g->emb_ln_b, d->emb_ln, a->emb, p->emb_ln_w,
            a->emb_mean, a->emb_rstd, BT, C);
     KERNEL(m, err, embed_bwd, g->word_emb, g->pos_emb, g->type_emb, d->emb, ids, types, B, T, C);
     return TUNE_OK;
 }
+
+#undef ZERO
+#undef DL
 
 tune_status TUNEP_RFN(tunep_bert_zero_grad)(MODEL *m, tune_error *err)
 {

@@ -3,6 +3,12 @@
  * 64-byte aligned host blocks from the replaceable allocator, plain copies,
  * and the thread count handed to every kernel through struct tunep_cpu_ctx.
  *
+ * The float kernels come in one table per x86-64 level the build has
+ * (cpu_kernels_tmpl.c compiled with that level's -march) and a backend takes
+ * the best one the running CPU supports, checked with
+ * __builtin_cpu_supports, which also checks that the OS saves the wider
+ * registers: a global -march would not run on older machines.
+ *
  * Invariant: every block from cpu_alloc() stores the pointer tunep_malloc()
  * returned just below the aligned address, so cpu_free() can find it.
  */
@@ -11,6 +17,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "internal.h"
 #include "models/cpu/cpu_matmul.h"
@@ -27,6 +36,85 @@ struct cpu_backend {
     struct tunep_backend base; /* first: the public part */
     struct tunep_cpu_ctx ctx;
 };
+
+const char *tunep_cpu_isa_name(enum tunep_cpu_isa isa)
+{
+    switch (isa) {
+        case TUNEP_CPU_ISA_GENERIC: return "generic";
+        case TUNEP_CPU_ISA_AVX2: return "avx2";
+        case TUNEP_CPU_ISA_AVX512: return "avx512";
+        default: return "?";
+    }
+}
+
+/* x86-64-v3 and v4 as the builds' -march give them to the compiler. F16C,
+ * MOVBE and LZCNT come from CPUID directly: clang 14's
+ * __builtin_cpu_supports does not know them. */
+static int cpu_has_v3(void)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    unsigned a, b, c, d, c_ext = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    if (__get_cpuid(0x80000001u, &a, &b, &c_ext, &d) == 0)
+        c_ext = 0;
+    int f16c = (c >> 29) & 1, movbe = (c >> 22) & 1, lzcnt = (c_ext >> 5) & 1;
+    return f16c && movbe && lzcnt && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+           __builtin_cpu_supports("bmi2");
+#else
+    return 0;
+#endif
+}
+
+static int cpu_has_v4(void)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    return cpu_has_v3() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+const struct tunep_kernels *tunep_cpu_kernels_for(enum tunep_cpu_isa isa)
+{
+    switch (isa) {
+        case TUNEP_CPU_ISA_GENERIC: return &tunep_cpu_kernels;
+#if defined(TUNEP_CPU_HAVE_AVX2)
+        case TUNEP_CPU_ISA_AVX2: return cpu_has_v3() ? &tunep_cpu_kernels_avx2 : NULL;
+#endif
+#if defined(TUNEP_CPU_HAVE_AVX512)
+        case TUNEP_CPU_ISA_AVX512: return cpu_has_v4() ? &tunep_cpu_kernels_avx512 : NULL;
+#endif
+        default: return NULL;
+    }
+}
+
+tunep_cpu_philox_fill_fn tunep_cpu_philox_fill_for(enum tunep_cpu_isa isa)
+{
+    if (!tunep_cpu_kernels_for(isa))
+        return NULL;
+    switch (isa) {
+        case TUNEP_CPU_ISA_GENERIC: return tunep_cpu_philox_fill_generic;
+#if defined(TUNEP_CPU_HAVE_AVX2)
+        case TUNEP_CPU_ISA_AVX2: return tunep_cpu_philox_fill_avx2;
+#endif
+#if defined(TUNEP_CPU_HAVE_AVX512)
+        case TUNEP_CPU_ISA_AVX512: return tunep_cpu_philox_fill_avx512;
+#endif
+        default: return NULL;
+    }
+}
+
+enum tunep_cpu_isa tunep_cpu_isa_best(void)
+{
+    for (int isa = TUNEP_CPU_ISA_COUNT - 1; isa > TUNEP_CPU_ISA_GENERIC; isa--)
+        if (tunep_cpu_kernels_for((enum tunep_cpu_isa)isa))
+            return (enum tunep_cpu_isa)isa;
+    return TUNEP_CPU_ISA_GENERIC;
+}
 
 static tune_status cpu_alloc(void *ctx, size_t size, void **ret_ptr, tune_error *err)
 {
@@ -105,7 +193,7 @@ tune_status tunep_cpu_backend_new(int threads, struct tunep_backend **ret_backen
     cb->base = (struct tunep_backend){
         .name = "cpu",
         .ctx = &cb->ctx,
-        .kernels = &tunep_cpu_kernels,
+        .kernels = tunep_cpu_kernels_for(tunep_cpu_isa_best()),
         .kernels_f64 = &tunep_cpu_kernels_f64,
         .alloc = cpu_alloc,
         .free = cpu_free,

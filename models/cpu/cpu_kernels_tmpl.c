@@ -2,19 +2,25 @@
  * cpu_kernels_tmpl.c - reference CPU kernels of struct tunep_kernels,
  * compiled twice: -DTUNE_REAL=float (production, OpenBLAS GEMMs) and
  * -DTUNE_REAL=double (gradient checks, naive GEMMs), as dav1d templates
- * its DSP code per bit depth.
+ * its DSP code per bit depth. The float instance is compiled again per
+ * x86-64 level (-DTUNEP_CPU_ISA=avx2|avx512 with that level's -march; the
+ * backend picks one at run time, cpu_backend.c): the same source, wider
+ * vectors, and the Philox draws of cpu_philox.h 8 or 16 blocks at a time.
+ * All levels compute the same bits (no FMA contraction, integer Philox,
+ * reductions in an order written out here), which the tests check.
  *
  * Conventions (models/bert/kernels_tmpl.h): outputs first, every backward
  * ADDS into its gradients. Parallel loops run over rows, (batch, head)
- * pairs or channel blocks with a static schedule, never with atomics, and
- * every reduction visits its terms in a fixed order, so results do not
- * depend on the thread count except through GEMM blocking. Reductions
- * (LayerNorm statistics, softmax sums, bias and LayerNorm parameter
- * gradients) accumulate in double. The float instance computes GELU's erf
- * and exp and the attention softmax's exp with vectorisable approximations
- * (errors below 2e-7, measured next to cpu_exp_neg); the double one uses libm.
- * Dropout draws are Philox per element as bert_rng.h defines them; the
- * attention backward reads its mask off the saved att_drop.
+ * pairs or channel blocks, never with atomics, and every reduction visits
+ * its terms in a fixed order, so results do not depend on the thread count
+ * (except through GEMM blocking) nor on which thread runs an iteration.
+ * Reductions (LayerNorm statistics, softmax sums, bias and LayerNorm
+ * parameter gradients) accumulate in double. The float instance computes
+ * GELU's erf and exp and the attention softmax's exp with vectorisable
+ * approximations (errors below 2e-7, measured next to cpu_exp_neg); the
+ * double one uses libm. Dropout draws are Philox per element as bert_rng.h
+ * defines them; the attention backward reads its mask off the saved
+ * att_drop.
  * References: torch.nn.LayerNorm, torch.nn.functional.gelu (erf form),
  * Hugging Face BertSelfAttention / BertPooler, torch.optim.AdamW (1.13),
  * llm.c's CPU kernels for the layout of the backward passes.
@@ -27,6 +33,7 @@
 
 #include "models/bert/bert_rng.h"
 #include "models/cpu/cpu_matmul.h"
+#include "models/cpu/cpu_philox.h"
 
 #ifndef TUNE_REAL
 #error "compile with -DTUNE_REAL=float or -DTUNE_REAL=double"
@@ -35,58 +42,151 @@
 typedef TUNE_REAL real;
 #define GEMM TUNEP_RFN(tunep_cpu_gemm)
 
+/* 1 in the float instance, 0 in the double one (preprocessor-visible). */
+#define CPU_IS_FLOAT_float  1
+#define CPU_IS_FLOAT_double 0
+#define CPU_IS_FLOAT        TUNEP_CAT(CPU_IS_FLOAT_, TUNE_REAL)
+
+/* The table this compilation defines: tunep_cpu_kernels(_f64) for the
+ * baseline build, tunep_cpu_kernels_<isa> for a float build with
+ * -DTUNEP_CPU_ISA=<isa> and that ISA's -march (cpu_backend.c picks one). */
+#if defined(TUNEP_CPU_ISA)
+#define CPU_TABLE TUNEP_CAT(tunep_cpu_kernels_, TUNEP_CPU_ISA)
+#else
+#define CPU_TABLE TUNEP_RFN(tunep_cpu_kernels)
+#endif
+
 /* A static-schedule parallel loop over `nt` threads, serial unless `cond`. */
 #if defined(_OPENMP)
 #define CPU_PRAGMA(x) _Pragma(#x)
 #define CPU_PARALLEL_FOR(nt, cond)                                                                 \
     CPU_PRAGMA(omp parallel for num_threads(nt) schedule(static) if(cond))
+/* The same with iterations handed out one at a time, for loops of a few
+ * hundred long iterations (attention heads): a thread the OS deschedules
+ * holds up one iteration, not its static share (see cpu_matmul.c). */
+#define CPU_PARALLEL_FOR_DYNAMIC(nt, cond)                                                         \
+    CPU_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1) if(cond))
 #else
-#define CPU_PARALLEL_FOR(nt, cond) (void)(nt);
+#define CPU_PARALLEL_FOR(nt, cond)         (void)(nt);
+#define CPU_PARALLEL_FOR_DYNAMIC(nt, cond) (void)(nt);
 #endif
 
 /* Below this many elements an element-wise loop stays serial (fork/join
  * costs a few microseconds, ~10^4 element operations). */
 #define PAR_MIN 16384
-/* Channel tile of the column reductions (double accumulators on the stack). */
-#define COL_TILE 256
+/* Channel tile of the column reductions: two arrays of double accumulators
+ * on the stack, 16 KiB each (rows up to this wide are read whole). */
+#define COL_TILE 2048
 
 static int nthreads(void *ctx)
 {
     return ((const struct tunep_cpu_ctx *)ctx)->threads;
 }
 
-/* dst[c] += sum over rows r of f(r, c), columns split across threads, rows
- * visited in order: the column reductions behind dW/db of LayerNorm and db
- * of Linear. kind 0: sum of a[r,c]; kind 1: sum of a[r,c] * xhat[r,c] with
- * xhat = (x - mean[r]) * rstd[r]. */
-static void col_reduce(int nt, real *dst, const real *a, const real *x, const real *mean,
-                       const real *rstd, int N, int C)
+/*
+ * Row sums in double in a fixed order that vectorises: element j goes to
+ * partial sum j mod LANES, and the LANES partial sums are folded pairwise
+ * (lane k with k + LANES/2, and so on down to one). A plain running sum is a
+ * chain of dependent adds (~4 cycles each) the compiler may not reorder;
+ * this order is written out here, so every ISA build and thread count gets
+ * the same bits. LANES = 16: two AVX-512 registers of doubles in flight.
+ */
+#define LANES 16
+
+static inline double fold_lanes(double *acc)
 {
-    int nblk = (C + COL_TILE - 1) / COL_TILE;
-    if (nblk < nt && C >= 2 * 16)
-        nblk = nt < C / 16 ? nt : C / 16;
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++)
+            acc[k] += acc[k + w];
+    return acc[0];
+}
+
+/* sum of x[j] over j < n */
+static inline double sum_lanes(const real *x, int n)
+{
+    double acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++)
+            acc[k] += (double)x[j + k];
+    for (int k = 0; j + k < n; k++)
+        acc[k] += (double)x[j + k];
+    return fold_lanes(acc);
+}
+
+/* sum of (x[j] - m)^2 over j < n */
+static inline double sumsq_dev_lanes(const real *x, double m, int n)
+{
+    double acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) {
+            double d = (double)x[j + k] - m;
+            acc[k] += d * d;
+        }
+    for (int k = 0; j + k < n; k++) {
+        double d = (double)x[j + k] - m;
+        acc[k] += d * d;
+    }
+    return fold_lanes(acc);
+}
+
+/* sum of a[j] b[j] over j < n, each product in double */
+static inline double dot_lanes(const real *a, const real *b, int n)
+{
+    double acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++)
+            acc[k] += (double)a[j + k] * (double)b[j + k];
+    for (int k = 0; j + k < n; k++)
+        acc[k] += (double)a[j + k] * (double)b[j + k];
+    return fold_lanes(acc);
+}
+
+/*
+ * The column reductions behind dW/db of LayerNorm and db of Linear, in one
+ * pass over the rows: dst_xhat[c] += sum_r a[r,c] xhat[r,c] with xhat =
+ * (x - mean[r]) rstd[r] (skipped when dst_xhat is NULL), dst_sum[c] +=
+ * sum_r a[r,c]. Columns are split across threads, and each column's rows
+ * are summed in order, so the result does not depend on the split. A
+ * thread walks its rows with all its columns at once (up to COL_TILE): a
+ * tile narrower than the row reads memory in short strided runs that the
+ * prefetchers follow badly (LayerNorm's backward spent 60% of its time
+ * waiting for them with 256-column tiles of 512-wide rows).
+ */
+static void col_reduce(int nt, real *dst_xhat, real *dst_sum, const real *a, const real *x,
+                       const real *mean, const real *rstd, int N, int C)
+{
+    int nblk = C >= 16 * nt ? nt : (C + 15) / 16;
     CPU_PARALLEL_FOR(nt, nblk > 1 && (size_t)N * (size_t)C >= PAR_MIN)
     for (int blk = 0; blk < nblk; blk++) {
         int c0 = (int)((long)C * blk / nblk), c1 = (int)((long)C * (blk + 1) / nblk);
         for (int t0 = c0; t0 < c1; t0 += COL_TILE) {
-            int t1 = t0 + COL_TILE < c1 ? t0 + COL_TILE : c1;
-            double acc[COL_TILE];
-            for (int c = t0; c < t1; c++)
-                acc[c - t0] = 0.0;
+            int w = c1 - t0 < COL_TILE ? c1 - t0 : COL_TILE;
+            double acc_x[COL_TILE], acc_s[COL_TILE];
+            for (int c = 0; c < w; c++)
+                acc_x[c] = acc_s[c] = 0.0;
             for (int r = 0; r < N; r++) {
-                const real *ar = a + (size_t)r * (size_t)C;
-                if (x) {
-                    const real *xr = x + (size_t)r * (size_t)C;
+                const real *ar = a + (size_t)r * (size_t)C + t0;
+                if (dst_xhat) {
+                    const real *xr = x + (size_t)r * (size_t)C + t0;
                     double m = (double)mean[r], s = (double)rstd[r];
-                    for (int c = t0; c < t1; c++)
-                        acc[c - t0] += (double)ar[c] * (((double)xr[c] - m) * s);
+                    for (int c = 0; c < w; c++) {
+                        acc_x[c] += (double)ar[c] * (((double)xr[c] - m) * s);
+                        acc_s[c] += (double)ar[c];
+                    }
                 } else {
-                    for (int c = t0; c < t1; c++)
-                        acc[c - t0] += (double)ar[c];
+                    for (int c = 0; c < w; c++)
+                        acc_s[c] += (double)ar[c];
                 }
             }
-            for (int c = t0; c < t1; c++)
-                dst[c] += (real)acc[c - t0];
+            if (dst_xhat)
+                for (int c = 0; c < w; c++)
+                    dst_xhat[t0 + c] += (real)acc_x[c];
+            if (dst_sum)
+                for (int c = 0; c < w; c++)
+                    dst_sum[t0 + c] += (real)acc_s[c];
         }
     }
 }
@@ -146,15 +246,8 @@ static tune_status layernorm_fwd(void *ctx, real *out, real *mean, real *rstd, c
     CPU_PARALLEL_FOR(nt, (size_t)N * (size_t)C >= PAR_MIN)
     for (int r = 0; r < N; r++) {
         const real *x = inp + (size_t)r * (size_t)C;
-        double s = 0.0;
-        for (int c = 0; c < C; c++)
-            s += (double)x[c];
-        double m = s / C;
-        double v = 0.0; /* two-pass biased variance, as torch */
-        for (int c = 0; c < C; c++) {
-            double d = (double)x[c] - m;
-            v += d * d;
-        }
+        double m = sum_lanes(x, C) / C;
+        double v = sumsq_dev_lanes(x, m, C); /* two-pass biased variance, as torch */
         real mr = (real)m;
         real rs = (real)(1.0 / sqrt(v / C + eps));
         real *o = out + (size_t)r * (size_t)C;
@@ -177,12 +270,16 @@ static tune_status layernorm_bwd(void *ctx, real *dinp, real *dw, real *db, cons
         const real *x = inp + (size_t)r * (size_t)C;
         const real *d = dout + (size_t)r * (size_t)C;
         real m = mean[r], s = rstd[r];
-        double sum_dn = 0.0, sum_dn_xhat = 0.0;
-        for (int c = 0; c < C; c++) {
-            real dn = d[c] * w[c];
-            sum_dn += (double)dn;
-            sum_dn_xhat += (double)dn * (double)((x[c] - m) * s);
+        double acc_dn[LANES] = {0}, acc_dnx[LANES] = {0}; /* fixed-order sums, see LANES */
+        for (int c0 = 0; c0 < C; c0 += LANES) {
+            int n = C - c0 < LANES ? C - c0 : LANES;
+            for (int k = 0; k < n; k++) {
+                real dn = d[c0 + k] * w[c0 + k];
+                acc_dn[k] += (double)dn;
+                acc_dnx[k] += (double)dn * (double)((x[c0 + k] - m) * s);
+            }
         }
+        double sum_dn = fold_lanes(acc_dn), sum_dn_xhat = fold_lanes(acc_dnx);
         real a = (real)(sum_dn / C), bb = (real)(sum_dn_xhat / C);
         real *dx = dinp + (size_t)r * (size_t)C;
         for (int c = 0; c < C; c++) {
@@ -190,8 +287,7 @@ static tune_status layernorm_bwd(void *ctx, real *dinp, real *dw, real *db, cons
             dx[c] += s * (d[c] * w[c] - a - xhat * bb);
         }
     }
-    col_reduce(nt, dw, dout, inp, mean, rstd, N, C);
-    col_reduce(nt, db, dout, NULL, NULL, NULL, N, C);
+    col_reduce(nt, dw, db, dout, inp, mean, rstd, N, C);
     return TUNE_OK;
 }
 
@@ -220,18 +316,24 @@ static tune_status matmul_bwd(void *ctx, real *dinp, real *dw, real *db, const r
     /* (OC,IC) += (N,OC)^T . (N,IC) */
     GEMM(nt, 1, 0, OC, IC, N, (real)1, dout, OC, inp, IC, (real)1, dw, IC);
     if (db)
-        col_reduce(nt, db, dout, NULL, NULL, NULL, N, OC);
+        col_reduce(nt, NULL, db, dout, NULL, NULL, NULL, N, OC);
     return TUNE_OK;
 }
 
 /* ---- float helpers ------------------------------------------------------ */
 
-/* 1 in the float instance, 0 in the double one (preprocessor-visible). */
-#define CPU_IS_FLOAT_float  1
-#define CPU_IS_FLOAT_double 0
-#define CPU_IS_FLOAT        TUNEP_CAT(CPU_IS_FLOAT_, TUNE_REAL)
-
 #if CPU_IS_FLOAT
+/* a * b + c in the polynomials below: one fused multiply-add in the builds
+ * that have FMA (AVX2 and AVX-512; about a third fewer instructions in
+ * GELU, which is bound by them), a product and a sum in the baseline build.
+ * These are the only float operations whose bits differ between the
+ * instruction-set levels (by the rounding of the product: an ulp or so). */
+#if defined(__FMA__)
+#define CPU_MADD(a, b, c) fmaf((a), (b), (c))
+#else
+#define CPU_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* c ? a : b as a bit blend: gcc (-ftrapping-math) will not if-convert a ?:
  * in a loop that also converts or divides, so the loop would stay scalar. */
 static inline float cpu_sel(int c, float a, float b)
@@ -257,8 +359,11 @@ static inline float cpu_sel(int c, float a, float b)
  * Taylor polynomial (|r| <= ln2/2: truncation < 5.2e-9 relative), 2^n built
  * in the exponent bits.
  *
- * gelu_erf(z): |z| <= 1 uses the Maclaurin series of erf to z^23 (n <= 11;
- * the first omitted term is < 1e-9); |z| > 1 uses Abramowitz & Stegun 7.1.26
+ * gelu_erf(z): |z| <= 1 uses erf(z) = z P(z^2), P of degree 6 fitted to
+ * erf(z)/z on [0, 1] (weighted least squares iterated towards minimax,
+ * Lawson's method, numpy; max error 1.2e-9 in exact arithmetic: half the
+ * terms of the Maclaurin series to z^23 used before, same accuracy in
+ * float); |z| > 1 uses Abramowitz & Stegun 7.1.26
  * (|error| <= 1.5e-7), 1 - (a1 t + ... + a5 t^5) e^(-z^2), t = 1/(1 + p|z|),
  * with the sign restored. Both are computed and one selected, so the loop has
  * no branches. The caller supplies e^(-z^2), which GELU's backward reuses
@@ -267,8 +372,8 @@ static inline float cpu_sel(int c, float a, float b)
  * Measured error (these functions compiled with gcc -O2 against glibc's
  * double erf/exp, z on [-6, 6] step 2^-14 and [-10, 10] step 1e-3, a on
  * [-87, 0] step 1e-4; a one-off program, not in the tree): max |gelu_erf -
- * erf| = 1.5e-7 for |z| <= 1 and 1.8e-7 for |z| > 1; max relative error of
- * cpu_exp_neg = 9.7e-8; GELU' absolute error <= 1.8e-7 on x in [-10, 10].
+ * erf| = 1.3e-7 for |z| <= 1 and 1.8e-7 for |z| > 1; max relative error of
+ * cpu_exp_neg = 9.7e-8; GELU' absolute error <= 1.7e-7 on x in [-10, 10].
  */
 static inline float cpu_exp_neg(float a)
 {
@@ -278,13 +383,13 @@ static inline float cpu_exp_neg(float a)
     float nf = (float)n;
     float r = (a - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
     float e = 1.0f / 5040.0f;
-    e = e * r + 1.0f / 720.0f;
-    e = e * r + 1.0f / 120.0f;
-    e = e * r + 1.0f / 24.0f;
-    e = e * r + 1.0f / 6.0f;
-    e = e * r + 0.5f;
-    e = e * r + 1.0f;
-    e = e * r + 1.0f;
+    e = CPU_MADD(e, r, 1.0f / 720.0f);
+    e = CPU_MADD(e, r, 1.0f / 120.0f);
+    e = CPU_MADD(e, r, 1.0f / 24.0f);
+    e = CPU_MADD(e, r, 1.0f / 6.0f);
+    e = CPU_MADD(e, r, 0.5f);
+    e = CPU_MADD(e, r, 1.0f);
+    e = CPU_MADD(e, r, 1.0f);
     uint32_t bits = (uint32_t)(n + 127) << 23;
     float s;
     memcpy(&s, &bits, sizeof s);
@@ -294,50 +399,38 @@ static inline float cpu_exp_neg(float a)
 static inline float gelu_erf(float z, float exp_mz2)
 {
     float az = fabsf(z);
-    int in = az <= 1.0f;             /* where the series applies */
-    float zs = cpu_sel(in, z, 0.0f); /* keeps the unused series finite */
+    int in = az <= 1.0f;             /* where the polynomial applies */
+    float zs = cpu_sel(in, z, 0.0f); /* keeps the unused polynomial finite */
     float z2 = zs * zs;
-    /* erf z = 2/sqrt(pi) sum_n (-1)^n z^(2n+1) / (n! (2n+1)) */
-    float c = (float)(-M_2_SQRTPI / 918086400.0);
-    c = c * z2 + (float)(M_2_SQRTPI / 76204800.0);
-    c = c * z2 + (float)(-M_2_SQRTPI / 6894720.0);
-    c = c * z2 + (float)(M_2_SQRTPI / 685440.0);
-    c = c * z2 + (float)(-M_2_SQRTPI / 75600.0);
-    c = c * z2 + (float)(M_2_SQRTPI / 9360.0);
-    c = c * z2 + (float)(-M_2_SQRTPI / 1320.0);
-    c = c * z2 + (float)(M_2_SQRTPI / 216.0);
-    c = c * z2 + (float)(-M_2_SQRTPI / 42.0);
-    c = c * z2 + (float)(M_2_SQRTPI / 10.0);
-    c = c * z2 + (float)(-M_2_SQRTPI / 3.0);
-    c = c * z2 + (float)M_2_SQRTPI;
+    float c = 7.889312701611241e-05f;
+    c = CPU_MADD(c, z2, -8.020904092815824e-04f);
+    c = CPU_MADD(c, z2, 5.1895431846404475e-03f);
+    c = CPU_MADD(c, z2, -2.6854449286210377e-02f);
+    c = CPU_MADD(c, z2, 1.128360031238703e-01f);
+    c = CPU_MADD(c, z2, -3.761262715279383e-01f);
+    c = CPU_MADD(c, z2, 1.1283791659196238f); /* ~2/sqrt(pi) */
     float small = c * zs;
     float t = 1.0f / (1.0f + 0.3275911f * az);
     float q = 1.061405429f;
-    q = q * t - 1.453152027f;
-    q = q * t + 1.421413741f;
-    q = q * t - 0.284496736f;
-    q = q * t + 0.254829592f;
+    q = CPU_MADD(q, t, -1.453152027f);
+    q = CPU_MADD(q, t, 1.421413741f);
+    q = CPU_MADD(q, t, -0.284496736f);
+    q = CPU_MADD(q, t, 0.254829592f);
     float big = copysignf(1.0f - q * t * exp_mz2, z);
     return cpu_sel(in, small, big);
 }
 #endif
 
 /* Elements per Philox batch of the dropout kernels: the draws of a chunk are
- * generated first (scalar Philox; gcc's vectorised 32x32->64-bit multiplies
- * were no faster), then applied by a branch-free loop that vectorises. */
+ * generated first (cpu_philox.h: 8 or 16 blocks per instruction where the
+ * build has AVX2 or AVX-512), then applied by a branch-free loop that
+ * vectorises. */
 #define DROP_CHUNK 1024
 
 /* r[j] = draw of element idx0 + j of the stream, j < n. */
 static void dropout_draws(uint32_t *r, uint64_t idx0, size_t n, uint64_t seed, uint64_t stream)
 {
-    uint32_t w[4];
-    size_t j = 0;
-    while (j < n) {
-        uint64_t idx = idx0 + j;
-        tunep_philox4x32(w, idx >> 2, stream, seed);
-        for (unsigned q = (unsigned)(idx & 3); q < 4 && j < n; q++, j++)
-            r[j] = w[q];
-    }
+    cpu_philox_fill(r, idx0, n, seed, stream);
 }
 
 /* ---- attention ----------------------------------------------------------- */
@@ -367,7 +460,7 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
     uint32_t thr = tunep_dropout_threshold(p);
     real keep_scale = (real)(1.0 / (1.0 - p));
     size_t TT = (size_t)T * (size_t)T;
-    CPU_PARALLEL_FOR(nt, B * NH > 1)
+    CPU_PARALLEL_FOR_DYNAMIC(nt, B * NH > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)h * (size_t)HS;
@@ -387,11 +480,21 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
                     row[j] = (real)(1.0 / T);
             } else {
                 /* Branch-free loops that vectorise: the max over valid keys,
-                 * the exponentials, a double sum in four interleaved partial
-                 * sums (a fixed order), the normalisation. */
-                real mx = -(real)INFINITY;
-                for (int j = 0; j < T; j++)
-                    mx = ((mb[j] != 0) & (row[j] > mx)) ? row[j] : mx;
+                 * the exponentials, their sum in double (sum_lanes: a fixed
+                 * order), the normalisation. */
+                real mxl[LANES]; /* the max is exact in any order: lanes vectorise */
+                for (int u = 0; u < LANES; u++)
+                    mxl[u] = -(real)INFINITY;
+                for (int j0 = 0; j0 < T; j0 += LANES) {
+                    int n = T - j0 < LANES ? T - j0 : LANES;
+                    for (int u = 0; u < n; u++) {
+                        real x = row[j0 + u];
+                        mxl[u] = ((mb[j0 + u] != 0) & (x > mxl[u])) ? x : mxl[u];
+                    }
+                }
+                real mx = mxl[0];
+                for (int u = 1; u < LANES; u++)
+                    mx = mxl[u] > mx ? mxl[u] : mx;
 #if CPU_IS_FLOAT
                 for (int j = 0; j < T; j++) /* masked scores may exceed mx */
                     row[j] = cpu_sel(mb[j] != 0, cpu_exp_neg(row[j] - mx), 0.0f);
@@ -399,18 +502,8 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
                 for (int j = 0; j < T; j++)
                     row[j] = mb[j] ? exp(row[j] - mx) : (real)0;
 #endif
-                double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-                int j = 0;
-                for (; j + 4 <= T; j += 4) {
-                    s0 += (double)row[j];
-                    s1 += (double)row[j + 1];
-                    s2 += (double)row[j + 2];
-                    s3 += (double)row[j + 3];
-                }
-                for (; j < T; j++)
-                    s0 += (double)row[j];
-                real inv = (real)(1.0 / ((s0 + s1) + (s2 + s3)));
-                for (j = 0; j < T; j++)
+                real inv = (real)(1.0 / sum_lanes(row, T));
+                for (int j = 0; j < T; j++)
                     row[j] *= inv;
             }
             if (thr > 0)
@@ -438,7 +531,7 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
     size_t TT = (size_t)T * (size_t)T;
     (void)seed; /* the dropout mask is read off att_drop, see below */
     (void)stream;
-    CPU_PARALLEL_FOR(nt, B * NH > 1)
+    CPU_PARALLEL_FOR_DYNAMIC(nt, B * NH > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH;
         size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)(bh % NH) * (size_t)HS;
@@ -473,10 +566,7 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
                 const real *pr = a + (size_t)i * (size_t)T;
                 const real *dpr = da + (size_t)i * (size_t)T;
                 real *ds = dpre + (size_t)i * (size_t)T;
-                double dot = 0.0;
-                for (int j = 0; j < T; j++)
-                    dot += (double)pr[j] * (double)dpr[j];
-                real dotr = (real)dot;
+                real dotr = (real)dot_lanes(pr, dpr, T);
                 for (int j = 0; j < T; j++)
                     ds[j] += pr[j] * (dpr[j] - dotr);
             }
@@ -591,7 +681,7 @@ static tune_status pooler_bwd(void *ctx, real *dinp, real *dw, real *db, real *d
         dpre[i] += dout[i] * ((real)1 - out[i] * out[i]);
     GEMM(nt, 0, 0, B, C, C, (real)1, dpre, C, w, C, (real)1, dinp, T * C);
     GEMM(nt, 1, 0, C, C, B, (real)1, dpre, C, inp, T * C, (real)1, dw, C);
-    col_reduce(nt, db, dpre, NULL, NULL, NULL, B, C);
+    col_reduce(nt, NULL, db, dpre, NULL, NULL, NULL, B, C);
     return TUNE_OK;
 }
 
@@ -703,10 +793,7 @@ static tune_status grad_sumsq(void *ctx, double *ret_sumsq, const real *g, size_
         for (int c = 0; c < nchunks; c++) {
             size_t lo = g0 + (size_t)c * CHUNK;
             size_t hi = lo + CHUNK < g0 + span ? lo + CHUNK : g0 + span;
-            double s = 0.0;
-            for (size_t i = lo; i < hi; i++)
-                s += (double)g[i] * (double)g[i];
-            part[c] = s;
+            part[c] = dot_lanes(g + lo, g + lo, (int)(hi - lo));
         }
         for (int c = 0; c < nchunks; c++)
             total += part[c];
@@ -715,7 +802,21 @@ static tune_status grad_sumsq(void *ctx, double *ret_sumsq, const real *g, size_
     return TUNE_OK;
 }
 
-const struct TUNEP_RFN(tunep_kernels) TUNEP_RFN(tunep_cpu_kernels) = {
+#if CPU_IS_FLOAT
+/* This build's Philox path, for the tests (cpu_backend.h). */
+#if defined(TUNEP_CPU_ISA)
+#define CPU_PHILOX_FILL TUNEP_CAT(tunep_cpu_philox_fill_, TUNEP_CPU_ISA)
+#else
+#define CPU_PHILOX_FILL tunep_cpu_philox_fill_generic
+#endif
+void CPU_PHILOX_FILL(uint32_t *r, uint64_t idx0, size_t n, uint64_t seed, uint64_t stream)
+{
+    cpu_philox_fill(r, idx0, n, seed, stream);
+}
+
+#endif
+
+const struct TUNEP_RFN(tunep_kernels) CPU_TABLE = {
     .embed_fwd = embed_fwd,
     .embed_bwd = embed_bwd,
     .layernorm_fwd = layernorm_fwd,

@@ -4,11 +4,17 @@
  * double-precision path and as test oracle (llm.c matmul_forward_naive).
  *
  * Threading: OpenBLAS is kept at one thread and large GEMMs are cut into
- * `threads` row (or column) blocks, one single-threaded sgemm per OpenMP
- * thread. One pool then owns the cores: on the 2-core reference machine an
- * OpenMP pool next to OpenBLAS's own pthreads pool cost PyTorch up to 1.8x
- * (shared/bench/peers/README.md). It also keeps the thread count a property
- * of each backend instead of OpenBLAS's process-wide setting.
+ * row (or column) blocks, one single-threaded sgemm per block, the blocks
+ * shared out to the OpenMP team. One pool then owns the cores: on the 2-core
+ * reference machine an OpenMP pool next to OpenBLAS's own pthreads pool cost
+ * PyTorch up to 1.8x (shared/bench/peers/README.md). It also keeps the
+ * thread count a property of each backend instead of OpenBLAS's process-
+ * wide setting. Up to 4 blocks per thread, handed out dynamically: on a
+ * shared machine the OS deschedules one of the team now and then, and with
+ * one static block per thread the others then wait at the barrier for its
+ * whole half of the product; now they take over its remaining blocks. The
+ * blocks are fixed by the shape and the thread count, and each is computed
+ * whole by one sgemm, so the result does not depend on which thread runs it.
  */
 #include "models/cpu/cpu_matmul.h"
 
@@ -71,11 +77,18 @@ void tunep_cpu_gemm(int threads, int trans_a, int trans_b, int M, int N, int K, 
         sgemm1(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Cut the longer of M and N; blocks are multiples of 16 so that every
-     * thread runs whole micro-kernel panels. */
+    /* Cut the longer of M and N into blocks of at least BLOCK_MIN rows
+     * (each block packs the whole other operand again; at 128 rows that is
+     * under 1% of its work), at least one and at most 4 per thread, each a
+     * multiple of 16 so that every block runs whole micro-kernel panels. */
+    enum { BLOCK_MIN = 128, BLOCKS_PER_THREAD = 4 };
     int split_m = M >= N;
     int len = split_m ? M : N;
-    int nblk = threads;
+    int nblk = len / BLOCK_MIN;
+    if (nblk > BLOCKS_PER_THREAD * threads)
+        nblk = BLOCKS_PER_THREAD * threads;
+    if (nblk < threads)
+        nblk = threads;
     if (nblk > (len + 15) / 16)
         nblk = (len + 15) / 16;
     if (nblk <= 1) {
@@ -84,7 +97,10 @@ void tunep_cpu_gemm(int threads, int trans_a, int trans_b, int M, int N, int K, 
     }
     int per = (len + nblk - 1) / nblk;
     per = (per + 15) / 16 * 16;
-    CPU_PRAGMA(omp parallel for num_threads(nblk) schedule(static))
+    nblk = (len + per - 1) / per;
+    int team = nblk < threads ? nblk : threads;
+    (void)team; /* unused without OpenMP */
+    CPU_PRAGMA(omp parallel for num_threads(team) schedule(dynamic, 1))
     for (int blk = 0; blk < nblk; blk++) {
         int lo = blk * per;
         int hi = lo + per < len ? lo + per : len;

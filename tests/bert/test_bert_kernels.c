@@ -48,6 +48,17 @@ static void teardown(void)
         free(tracked[--ntracked]);
 }
 
+/* Loop tests (_i = enum tunep_cpu_isa) point KF at that level's float
+ * table; a level this build or CPU lacks is skipped, said on stderr. */
+static int use_isa(int isa)
+{
+    KF = tunep_cpu_kernels_for((enum tunep_cpu_isa)isa);
+    if (!KF)
+        fprintf(stderr, "(float kernels '%s' not available here: skipped)\n",
+                tunep_cpu_isa_name((enum tunep_cpu_isa)isa));
+    return KF != NULL;
+}
+
 static double *dalloc(size_t n)
 {
     return track(calloc(n ? n : 1, sizeof(double)));
@@ -103,6 +114,8 @@ static double *dup_d(const double *x, size_t n)
 
 START_TEST(test_layernorm_values)
 {
+    if (!use_isa(_i))
+        return;
     double x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 1, 1}, b[4] = {0, 0, 0, 0}, out[4], mean, rstd;
     ck_assert_int_eq(KD->layernorm_fwd(be->ctx, out, &mean, &rstd, x, w, b, 1, 4, 1e-12), TUNE_OK);
     /* mean 2.5, biased variance 1.25: (x - 2.5) / sqrt(1.25) */
@@ -157,6 +170,8 @@ END_TEST
 
 START_TEST(test_gelu_values)
 {
+    if (!use_isa(_i))
+        return;
     /* GELU(x) = x Phi(x); GELU'(x) = Phi(x) + x phi(x). Phi(1) = 0.841344746068543,
      * phi(1) = 0.241970724519143 (standard normal tables). */
     double x[3] = {0.0, 1.0, -1.0}, y[3], dx[3] = {0, 0, 0}, one[3] = {1, 1, 1};
@@ -233,6 +248,8 @@ END_TEST
 
 START_TEST(test_grad_sumsq)
 {
+    if (!use_isa(_i))
+        return;
     /* 1.2 M elements: crosses the 2^20-element groups of the reduction. */
     size_t n = 1200003;
     float *g = malloc(n * sizeof(float));
@@ -247,7 +264,7 @@ START_TEST(test_grad_sumsq)
     ck_assert_int_eq(KF->grad_sumsq(be->ctx, &got2, g, n), TUNE_OK);
     struct tunep_backend *be1;
     ck_assert_int_eq(tunep_cpu_backend_new(1, &be1, NULL), TUNE_OK);
-    ck_assert_int_eq(be1->kernels->grad_sumsq(be1->ctx, &got1, g, n), TUNE_OK);
+    ck_assert_int_eq(KF->grad_sumsq(be1->ctx, &got1, g, n), TUNE_OK);
     tunep_cpu_backend_free(be1);
     /* double accumulation of 1.2e6 terms ~ 4e5: rounding ~ n eps |sum| ~ 1e-10 relative */
     ck_assert_double_eq_tol(got2, want, 1e-9 * want);
@@ -258,6 +275,8 @@ END_TEST
 
 START_TEST(test_dropout_mask)
 {
+    if (!use_isa(_i))
+        return;
     /* The kernel's mask is tunep_rng_u32_at(seed, stream, i) >= threshold, and
      * the kept fraction is 1 - p within binomial noise. */
     size_t n = 200000;
@@ -641,6 +660,8 @@ static size_t cmp_fd(const char *name, const float *got, const double *ref, size
 
 START_TEST(test_float_vs_double)
 {
+    if (!use_isa(_i))
+        return;
     /* shapes that take the threaded paths (>= 16384 elements, split GEMMs) */
     enum { B = 2, T = 64, C = 128, NH = 4, I = 256, N = B * T };
     struct test_rng r = {21};
@@ -789,6 +810,179 @@ START_TEST(test_float_vs_double)
 }
 END_TEST
 
+/* ---- instruction-set levels --------------------------------------------- */
+
+START_TEST(test_philox_fill)
+{
+    /* Each level's Philox path against the scalar generator: starts inside a
+     * block, short and long runs (vector bodies and scalar tails), and a run
+     * across block 2^32, where the counter's high word carries. */
+    tunep_cpu_philox_fill_fn fill = tunep_cpu_philox_fill_for((enum tunep_cpu_isa)_i);
+    if (!use_isa(_i))
+        return;
+    ck_assert(fill != NULL);
+    const uint64_t starts[] = {
+        0, 1, 2, 3, 5, 64, 1021, ((uint64_t)1 << 34) - 130, ((uint64_t)1 << 34) - 3};
+    const size_t lens[] = {1, 3, 4, 63, 64, 65, 129, 1000};
+    uint32_t r[1000];
+    struct test_rng rng = {99};
+    for (size_t a = 0; a < sizeof starts / sizeof starts[0]; a++)
+        for (size_t b = 0; b < sizeof lens / sizeof lens[0]; b++) {
+            uint64_t seed = test_rng_u64(&rng), stream = test_rng_u64(&rng);
+            fill(r, starts[a], lens[b], seed, stream);
+            for (size_t j = 0; j < lens[b]; j++)
+                ck_assert_uint_eq(r[j], tunep_rng_u32_at(seed, stream, starts[a] + j));
+        }
+}
+END_TEST
+
+/* The next n floats of an output area; with `from`, they start as its copy. */
+static float *take(float *out, size_t *at, size_t n, const float *from)
+{
+    float *p = out + *at;
+    *at += n;
+    if (from)
+        memcpy(p, from, n * sizeof(float));
+    return p;
+}
+
+/* Every float kernel once on one shape; all outputs (and gradients, which
+ * start from slices of the random g) laid end to end: in out those that
+ * every level must compute bit for bit, in approx those of GELU and
+ * attention, whose exp/erf polynomials use fused multiply-adds where the
+ * level has them (CPU_MADD). *ret_n, *ret_napprox: floats written. */
+static void run_all_float(const struct tunep_kernels *k, float *out, float *approx, int B, int T,
+                          int C, int NH, int I, size_t *ret_n, size_t *ret_napprox)
+{
+    size_t N = (size_t)B * T, nx = N * C, nh = N * I, na = (size_t)B * NH * T * T, at = 0, an = 0;
+    size_t nw = (size_t)I * C, nb = (size_t)B * C;
+    struct test_rng r = {77};
+    double *x = dalloc(nx), *w = dalloc(nw), *b = dalloc(I), *g = dalloc(nh);
+    test_fill(&r, x, nx, -2, 2);
+    test_fill(&r, w, nw, -0.1, 0.1);
+    test_fill(&r, b, I, -0.5, 0.5);
+    test_fill(&r, g, nh, -1, 1);
+    float *xf = to_f(x, nx), *wf = to_f(w, nw), *bf = to_f(b, I), *gf = to_f(g, nh);
+    float *qf = to_f(x, nx), *kf = to_f(g, nx), *vf = to_f(x, nx);
+    for (size_t i = 0; i < nx; i++)
+        vf[i] = xf[(i + 101) % nx] * 0.5f;
+    int32_t *mask = track(calloc(N, sizeof(int32_t))), *ids = track(calloc(N, sizeof(int32_t)));
+    int32_t *types = track(calloc(N, sizeof(int32_t))), *labels = track(calloc(N, sizeof(int32_t)));
+    for (size_t i = 0; i < N; i++) {
+        mask[i] = i < (size_t)T || i % (size_t)T < (size_t)T / 2 + 3; /* padding in batch 1 */
+        ids[i] = (int32_t)((i * 7) % 50);
+        types[i] = i % 3 == 0;
+        labels[i] = (int32_t)(i % 5);
+    }
+
+    float *o = take(out, &at, nh, NULL);
+    float *mdx = take(out, &at, nx, gf), *mdw = take(out, &at, nw, gf);
+    float *mdb = take(out, &at, (size_t)I, gf);
+    k->matmul_fwd(be->ctx, o, xf, wf, bf, (int)N, C, I);
+    k->matmul_bwd(be->ctx, mdx, mdw, mdb, gf, xf, wf, (int)N, C, I);
+
+    float *ln = take(out, &at, nx, NULL), *mean = take(out, &at, N, NULL);
+    float *rstd = take(out, &at, N, NULL), *ldx = take(out, &at, nx, gf);
+    float *ldw = take(out, &at, (size_t)C, gf), *ldb = take(out, &at, (size_t)C, gf);
+    k->layernorm_fwd(be->ctx, ln, mean, rstd, xf, wf, bf, (int)N, C, 1e-12);
+    k->layernorm_bwd(be->ctx, ldx, ldw, ldb, gf, xf, wf, mean, rstd, (int)N, C);
+
+    float *ge = take(approx, &an, nh, NULL), *gdx = take(approx, &an, nh, gf);
+    k->gelu_fwd(be->ctx, ge, o, nh);
+    k->gelu_bwd(be->ctx, gdx, gf, o, nh);
+
+    float *ao = take(approx, &an, nx, NULL), *att = take(approx, &an, na, NULL);
+    float *atd = take(approx, &an, na, NULL), *dq = take(approx, &an, nx, gf);
+    float *dk = take(approx, &an, nx, gf), *dv = take(approx, &an, nx, gf);
+    float *dpre = take(approx, &an, na, NULL), *datt = take(approx, &an, na, NULL);
+    float *datd = take(approx, &an, na, NULL);
+    k->attention_fwd(be->ctx, ao, att, atd, qf, kf, vf, mask, B, T, C, NH, 0.1, 5, 6);
+    k->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, datd, gf, qf, kf, vf, att, atd, mask, B, T, C,
+                     NH, 0.1, 5, 6);
+
+    float *po = take(out, &at, nb, NULL), *pp = take(out, &at, nb, NULL);
+    float *pdx = take(out, &at, nx, gf), *pdw = take(out, &at, (size_t)C * C, gf);
+    float *pdb = take(out, &at, (size_t)C, gf), *pdpre = take(out, &at, nb, NULL);
+    k->pooler_fwd(be->ctx, po, pp, xf, wf, bf, B, T, C);
+    k->pooler_bwd(be->ctx, pdx, pdw, pdb, pdpre, gf, po, xf, wf, B, T, C);
+
+    float *dr1 = take(out, &at, nx, NULL), *dr2 = take(out, &at, nx, NULL);
+    float *ddx = take(out, &at, nx, gf), *ddr = take(out, &at, nx, gf);
+    k->dropout_fwd(be->ctx, dr1, xf, qf, nx, 0.1, 8, 9);
+    k->dropout_fwd(be->ctx, dr2, xf, NULL, nx, 0.1, 8, 9);
+    k->dropout_bwd(be->ctx, ddx, ddr, gf, nx, 0.1, 8, 9);
+
+    float *eo = take(out, &at, nx, NULL), *dte = take(out, &at, (size_t)50 * C, gf);
+    float *dpe = take(out, &at, (size_t)T * C, gf), *dtt = take(out, &at, (size_t)2 * C, gf);
+    k->embed_fwd(be->ctx, eo, ids, types, xf, wf, gf, B, T, C); /* 2 type rows: 2C <= nh */
+    k->embed_bwd(be->ctx, dte, dpe, dtt, xf, ids, types, B, T, C);
+
+    float *xl = take(out, &at, N, NULL), *xp = take(out, &at, N * 5, NULL);
+    float *xd = take(out, &at, N * 5, gf);
+    k->softmax_xent_fwd(be->ctx, xl, xp, xf, labels, (int)N, 5);
+    k->softmax_xent_bwd(be->ctx, xd, gf, xp, labels, (int)N, 5);
+
+    float *ap = take(out, &at, nx, xf), *am = take(out, &at, nx, NULL);
+    float *av = take(out, &at, nx, NULL);
+    memset(am, 0, nx * sizeof(float));
+    memset(av, 0, nx * sizeof(float));
+    for (long st = 1; st <= 2; st++)
+        k->adamw_step(be->ctx, ap, am, av, gf, nx, 1e-2, 0.9, 0.999, 1e-8, 0.01, 0.5, st);
+    double ss;
+    k->grad_sumsq(be->ctx, &ss, gf, nh);
+    memcpy(take(out, &at, 2, NULL), &ss, sizeof ss);
+    *ret_n = at;
+    *ret_napprox = an;
+}
+
+START_TEST(test_isa_same_bits)
+{
+    /* Each level against the generic kernels: bit for bit, except GELU and
+     * attention (CPU_MADD), which may differ by the rounding of fused
+     * multiply-adds, a few float ulps, and stay within 1e-5 (the attention
+     * backward sums T products of such values; a wrong tail, mask or lane
+     * gives errors of order 1). Shapes: odd sizes (vector tails, rows that
+     * start inside a Philox block), padding, dropout on, and one shape large
+     * enough for the threaded paths. Attention dropout masks must agree
+     * exactly: att_drop is zero exactly where generic's is. */
+    if (!use_isa(_i))
+        return;
+    const int shapes[][5] = {{2, 37, 40, 2, 72}, {2, 64, 128, 4, 256}}; /* B T C NH I */
+    for (size_t sh = 0; sh < 2; sh++) {
+        const int *d = shapes[sh];
+        size_t N = (size_t)d[0] * d[1], na = (size_t)d[0] * d[3] * d[1] * d[1];
+        size_t cap =
+            40 * N * (size_t)(d[2] + d[4]) + 8 * na + (size_t)60 * d[2] + (size_t)d[2] * d[2] + 64;
+        float *want = track(calloc(cap, sizeof(float))), *got = track(calloc(cap, sizeof(float)));
+        float *want_ap = track(calloc(cap, sizeof(float)));
+        float *got_ap = track(calloc(cap, sizeof(float)));
+        size_t n1, n2, a1, a2;
+        run_all_float(&tunep_cpu_kernels, want, want_ap, d[0], d[1], d[2], d[3], d[4], &n1, &a1);
+        run_all_float(KF, got, got_ap, d[0], d[1], d[2], d[3], d[4], &n2, &a2);
+        ck_assert_uint_le(n1, cap);
+        ck_assert_uint_le(a1, cap);
+        ck_assert_uint_eq(n1, n2);
+        ck_assert_uint_eq(a1, a2);
+        size_t diff = 0, zeros = 0;
+        for (size_t i = 0; i < n1; i++)
+            if (memcmp(&want[i], &got[i], sizeof(float)) != 0 && diff++ < 5)
+                fprintf(stderr, "  %s: output %zu is %.9g, generic %.9g\n",
+                        tunep_cpu_isa_name((enum tunep_cpu_isa)_i), i, (double)got[i],
+                        (double)want[i]);
+        ck_assert_uint_eq(diff, 0);
+        for (size_t i = 0; i < a1; i++)
+            zeros += (want_ap[i] == 0.0f) != (got_ap[i] == 0.0f);
+        ck_assert_uint_eq(zeros, 0);
+        double *wd = dalloc(a1), *gd = dalloc(a1);
+        for (size_t i = 0; i < a1; i++) {
+            wd[i] = (double)want_ap[i];
+            gd[i] = (double)got_ap[i];
+        }
+        ck_assert_uint_eq(test_compare("gelu/attention", gd, wd, a1, 1e-5, 1e-5), 0);
+    }
+}
+END_TEST
+
 /* ---- GEMM ---------------------------------------------------------------- */
 
 START_TEST(test_gemm_vs_naive)
@@ -831,13 +1025,13 @@ static Suite *bert_kernels_suite(void)
     Suite *s = suite_create("bert_kernels");
     TCase *tc = tcase_create("values");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_layernorm_values);
+    tcase_add_loop_test(tc, test_layernorm_values, 0, TUNEP_CPU_ISA_COUNT);
     tcase_add_test(tc, test_softmax_equal_logits);
-    tcase_add_test(tc, test_gelu_values);
+    tcase_add_loop_test(tc, test_gelu_values, 0, TUNEP_CPU_ISA_COUNT);
     tcase_add_test(tc, test_xent_one_hot);
     tcase_add_test(tc, test_adamw_values);
-    tcase_add_test(tc, test_grad_sumsq);
-    tcase_add_test(tc, test_dropout_mask);
+    tcase_add_loop_test(tc, test_grad_sumsq, 0, TUNEP_CPU_ISA_COUNT);
+    tcase_add_loop_test(tc, test_dropout_mask, 0, TUNEP_CPU_ISA_COUNT);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("gradcheck");
@@ -856,8 +1050,15 @@ static Suite *bert_kernels_suite(void)
     tc = tcase_create("precision");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_float_vs_double);
+    tcase_add_loop_test(tc, test_float_vs_double, 0, TUNEP_CPU_ISA_COUNT);
     tcase_add_test(tc, test_gemm_vs_naive);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("isa");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_philox_fill, 0, TUNEP_CPU_ISA_COUNT);
+    tcase_add_loop_test(tc, test_isa_same_bits, 0, TUNEP_CPU_ISA_COUNT);
     suite_add_tcase(s, tc);
     return s;
 }

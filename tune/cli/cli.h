@@ -20,6 +20,13 @@ int cli_validate(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_best(int argc, char **argv);
 int cli_export(int argc, char **argv);
+int cli_report(int argc, char **argv);
+
+/* MPI (cli_mpi.c): whether mpirun/srun started this process as one of several
+ * ranks, and the run on every rank (rank 0 calls run(), which frees the study). */
+int cli_mpi_launched(void);
+int cli_mpi_run(tune_study *study, int quiet, int trials_per_rank,
+                int (*run)(tune_study *study, int quiet));
 
 /* Prints "tune: <formatted error>" to stderr. */
 void cli_print_error(const tune_error *err);

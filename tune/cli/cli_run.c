@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,14 +132,27 @@ static int run_study(tune_study *study, int quiet)
     }
     /* Results exist after a finished or interrupted run, not after one that failed to start. */
     int wrote = job.st == TUNE_OK || job.st == TUNE_EINTERRUPTED;
+    const char *dir = tune_study_storage(job.study);
+    /* The report is a view of the store: failing to write it loses nothing, so
+     * it only warns and the exit code stays the run's. */
+    int report = wrote && strcmp(dir, ":memory:") != 0;
+    if (report) {
+        tune_error err;
+        if (tune_report_html(dir, NULL, &err) != TUNE_OK) {
+            char buf[1024];
+            fprintf(stderr, "tune: warning: no report: %s\n",
+                    tune_error_format(&err, buf, sizeof buf));
+            report = 0;
+        }
+    }
     if (!quiet && wrote) {
         char *best = NULL;
         if (tune_study_best_json(job.study, &best, NULL) == TUNE_OK)
             printf("best: %s\n", best);
         tune_free(best);
-        if (strcmp(tune_study_storage(job.study), ":memory:") != 0)
-            printf("results: %s/results.csv, %s/progress.csv\n", tune_study_storage(job.study),
-                   tune_study_storage(job.study));
+        if (strcmp(dir, ":memory:") != 0)
+            printf("results: %s/results.csv, %s/progress.csv%s%s%s\n", dir, dir, report ? ", " : "",
+                   report ? dir : "", report ? "/report.html" : "");
     }
     tune_study_free(job.study);
     return code;
@@ -163,17 +177,44 @@ static const char resume_help[] =
     "kept, interrupted ones run again, the rest are drawn from the same sequence.\n"
     "  --resume-errored    give ERROR trials another max_failures + 1 attempts\n"
     "  --restart-errored   the same, starting them over\n"
-    "  --force             continue even if the config differs from the stored one\n";
+    "  --force             continue even if the config differs from the stored one\n"
+    "Under mpirun (or srun), rank 0 runs the sweep and the other ranks run trials:\n"
+    "  --trials-per-rank N trials at once on each worker rank (default 1)\n";
+
+/* --trials-per-rank N: 1 when argv[*i] is that option (and consumes it), -1 when bad. */
+static int per_rank_flag(int argc, char **argv, int *i, int *ret)
+{
+    const char *v = NULL;
+    if (strcmp(argv[*i], "--trials-per-rank") == 0 && *i + 1 < argc)
+        v = argv[++*i];
+    else if (strncmp(argv[*i], "--trials-per-rank=", 18) == 0)
+        v = argv[*i] + 18;
+    else
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 1 || n > 4096)
+        return -1;
+    *ret = (int)n;
+    return 1;
+}
+
+static int run_or_serve(tune_study *study, int quiet, int per_rank)
+{
+    if (cli_mpi_launched())
+        return cli_mpi_run(study, quiet, per_rank, run_study);
+    return run_study(study, quiet);
+}
 
 int cli_run(int argc, char **argv)
 {
     const char *config = NULL, *storage = NULL;
-    int quiet = 0;
+    int quiet = 0, per_rank = 1, pr;
     unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume-errored] "
-                   "[--restart-errored] [--force]\n"
+                   "[--restart-errored] [--force] [--trials-per-rank N]\n"
                    "Runs the sweep; results go to DIR (default: the config's storage, or\n"
                    "tune_results/<name>): experiment.db, results.csv, progress.csv.\n%s",
                    resume_help);
@@ -186,6 +227,11 @@ int cli_run(int argc, char **argv)
             storage = argv[i] + 10;
         } else if (resume_flag(argv[i], &flags)) {
             continue;
+        } else if ((pr = per_rank_flag(argc, argv, &i, &per_rank)) != 0) {
+            if (pr < 0) {
+                fprintf(stderr, "tune run: --trials-per-rank needs an integer from 1 to 4096\n");
+                return CLI_USAGE;
+            }
         } else if (argv[i][0] == '-' || config) {
             fprintf(stderr, "tune run: unexpected argument '%s' (see tune run --help)\n", argv[i]);
             return CLI_USAGE;
@@ -212,13 +258,13 @@ int cli_run(int argc, char **argv)
         tune_study_free(study);
         return CLI_USAGE;
     }
-    return run_study(study, quiet);
+    return run_or_serve(study, quiet, per_rank);
 }
 
 int cli_resume(int argc, char **argv)
 {
     const char *dir = NULL;
-    int quiet = 0;
+    int quiet = 0, per_rank = 1, pr;
     unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
@@ -230,6 +276,11 @@ int cli_resume(int argc, char **argv)
             quiet = 1;
         } else if (resume_flag(argv[i], &flags)) {
             continue;
+        } else if ((pr = per_rank_flag(argc, argv, &i, &per_rank)) != 0) {
+            if (pr < 0) {
+                fprintf(stderr, "tune resume: --trials-per-rank needs an integer from 1 to 4096\n");
+                return CLI_USAGE;
+            }
         } else if (argv[i][0] == '-' || dir) {
             fprintf(stderr, "tune resume: unexpected argument '%s' (see tune resume --help)\n",
                     argv[i]);
@@ -250,7 +301,7 @@ int cli_resume(int argc, char **argv)
         cli_print_error(&err);
         return cli_exit_code(st);
     }
-    return run_study(study, quiet);
+    return run_or_serve(study, quiet, per_rank);
 }
 
 int cli_validate(int argc, char **argv)

@@ -22,6 +22,7 @@ static const char usage[] =
     "  status DIR                             counts and best trial of an experiment folder\n"
     "  best DIR                               the best trial as JSON\n"
     "  export DIR --csv FILE [--progress]     write results (or each report) as CSV\n"
+    "  report DIR [-o FILE]                   write the HTML report (default DIR/report.html)\n"
     "\n"
     "options: --help, --version (with any command)\n"
     "exit status: 0 success, 1 the run failed or trials errored, 2 usage or config error\n"
@@ -112,6 +113,8 @@ int main(int argc, char **argv)
         return cli_best(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0)
         return cli_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return cli_report(argc - 1, argv + 1);
     fprintf(stderr, "tune: unknown command '%s'\n\n%s", cmd, usage);
     return CLI_USAGE;
 }

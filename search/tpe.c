@@ -1,0 +1,1246 @@
+/*
+ * tpe.c - the Tree-structured Parzen Estimator searcher (Bergstra et al.,
+ * "Algorithms for Hyper-Parameter Optimization", NeurIPS 2011), as Optuna
+ * 3.1's TPESampler (optuna/samplers/_tpe/sampler.py, parzen_estimator.py).
+ *
+ * The first n_startup_trials suggestions are tunep_space_sample() draws (so
+ * they equal random search's). Then the completed trials are split into the
+ * best gamma(n) = min(ceil(gamma * n), 25) ("below") and the rest ("above",
+ * plus the pending trials under constant liar, as Optuna's constant_liar);
+ * one Parzen estimator is fitted to each, n_ei_candidates points are drawn
+ * from the "below" one and the point with the largest l(x) / g(x) wins.
+ * Estimators work in an internal coordinate per parameter: the value for
+ * linear ranges, its log for log ranges, the index of the value for integer
+ * and quantized linear ranges, the normal CDF for randn (search/unit.c's
+ * view, so the prior follows Ray's normal), the index of a choice.
+ * Kernels are Optuna's: truncated normals at each observation with the
+ * distance to the farther neighbour as width, clipped to [range / min(100,
+ * n + 2), range] ("magic clip"), a prior N(mid, range) of weight prior_weight,
+ * weights ramping down for all but the newest 25 trials; discrete values
+ * score by the kernel mass of their cell (Optuna widens integer bounds by
+ * step/2), choices by Optuna's categorical kernel. multivariate = 1 is
+ * Optuna's multivariate TPE: one component index across all dimensions,
+ * Scott-rule widths 0.2 n^(-1/(d+4)) * range.
+ * Two deliberate differences from Optuna 3.1, both bugs fixed upstream: the
+ * truncated normal log-density includes -log(sigma) (optuna#5109, fixed in
+ * 3.5 by #5110: 3.1 under-weights narrow kernels), and log-integer values
+ * score by their cell's mass like the other integers (optuna#6258).
+ * Cost: observations live in arrays kept sorted by score and, per
+ * dimension, by internal value as they arrive, so a suggestion sorts
+ * nothing; kernels with the same centre and width are merged, and a density
+ * sums only the kernels that reach within TPE_CUT widths of the point, found
+ * by binary search on running reach bounds.
+ */
+#include "search/tpe.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <gsl/gsl_cdf.h>
+
+/*
+ * Kernels farther than 9 widths from a point are left out of a density: each
+ * contributes below exp(-40.5) = 2.6e-18 of its peak (Phi(-9) = 1.1e-19 of its
+ * mass), while the prior, always summed, holds at least 1/(n+1) of the weight
+ * with a width (the range) at most 100 kernel widths; for n = 10^4 trials the
+ * relative error stays below 1e-10, far from changing which candidate wins.
+ */
+#define TPE_CUT 9.0
+/* Optuna's default_gamma and default_weights: at most 25 good trials, the newest 25 weigh 1. */
+#define TPE_MAX_BELOW    25
+#define TPE_FLAT_WEIGHTS 25
+#define TPE_SQRT_2PI     2.5066282746310002
+
+enum dim_kind {
+    DIM_CONT, /* continuous: density at x */
+    DIM_DISC, /* an index 0..kmax: kernel mass of the index's cell */
+    DIM_CAT,  /* a choice: Optuna's categorical kernel */
+};
+
+enum slot_state { SLOT_PENDING = 1, SLOT_COMPLETE = 2, SLOT_GONE = 3 };
+
+/* One non-constant parameter, modelled in internal coordinates on [low, high]. */
+struct dim {
+    size_t param; /* index in the space */
+    enum dim_kind kind;
+    int logd;         /* DISC: index i sits at log(v0 + i * step); else at i */
+    double low, high; /* Parzen bounds (discrete: widened by half a step) */
+    double v0, step;  /* DISC log: the value of index i is v0 + i * step */
+    double kq_lo;     /* quantized floats: the value of index i is (kq_lo + i) * q */
+    double kmax;      /* DISC: the largest index; CAT: number of choices - 1 */
+    size_t n_cat;     /* CAT */
+    size_t *order;    /* slots with a value, by internal value (ties: arrival order) */
+    size_t n_order, cap_order;
+};
+
+/* A one-dimensional Parzen estimator over one set (scratch, rebuilt per suggestion). */
+struct kde1 {
+    size_t n; /* observation components, sorted by mu; the prior is kept apart */
+    double *mu, *sig, *isig, *coef, *w;
+    double *reach_hi; /* max over j <= k of mu_j + TPE_CUT sig_j */
+    double *reach_lo; /* min over j >= k of mu_j - TPE_CUT sig_j */
+    double prior_mu, prior_sig, prior_w, prior_coef;
+    double *pmf;              /* CAT: the mixture's probability of each choice */
+    double cat_hit, cat_miss; /* CAT: an observation's kernel at its own / another choice */
+};
+
+struct tpe {
+    struct tunep_searcher base;
+    struct tunep_tpe_config c;
+    size_t d; /* modelled (non-constant) dimensions */
+    struct dim *dims;
+
+    /* trials, one slot each, in on_start order; values in internal coordinates */
+    size_t n_slots, cap_slots;
+    int64_t *ids;
+    double *scores;
+    unsigned char *state;
+    double *vals;     /* [slot * d + j]; NaN: no usable value */
+    size_t *by_id;    /* slots by id */
+    size_t *by_score; /* completed slots by score (best first), ties by id */
+    size_t n_complete;
+
+    /* scratch, for cap_scratch slots; one block */
+    size_t cap_scratch, cap_cat;
+    void *scratch;
+    unsigned char *member; /* per slot: 0, 1 below, 2 above */
+    double *slot_w;        /* per slot: its weight in its set */
+    int missing;           /* some member lacks a value: weights differ per dimension */
+    size_t weighed[3];     /* per set: the dimension slot_w holds weights for (d: all) */
+    struct kde1 below, above;
+    double *mv_lp;                         /* multivariate: per-component log terms */
+    double *mv_mu[2], *mv_lz[2], *mv_w[2]; /* multivariate: [k * d + j], log norms, log weights */
+    double *cand;                          /* [n_ei * d] candidates: coordinate or index */
+    double *cand_score;
+};
+
+/* ---- small numerics ------------------------------------------------------- */
+
+/* The standard normal's mass in [a, b], a <= b, computed in the tail that keeps precision. */
+static double gauss_mass(double a, double b)
+{
+    if (b - a < 1e-5) /* midpoint rule: relative error below (b-a)^2 (m^2+1) / 24 */
+        return (b - a) * exp(-0.125 * (a + b) * (a + b)) / TPE_SQRT_2PI;
+    if (b <= 0.0)
+        return 0.5 * (erfc(-b * M_SQRT1_2) - erfc(-a * M_SQRT1_2));
+    if (a >= 0.0)
+        return 0.5 * (erfc(a * M_SQRT1_2) - erfc(b * M_SQRT1_2));
+    if (a < -TPE_CUT && b > TPE_CUT) /* both tails below 1.2e-19 */
+        return 1.0;
+    return 1.0 - 0.5 * (erfc(-a * M_SQRT1_2) + erfc(b * M_SQRT1_2));
+}
+
+/* A draw from N(mu, sig) truncated to [low, high] by inversion (Optuna's _truncnorm.ppf). */
+static double truncnorm_draw(double mu, double sig, double low, double high, double u)
+{
+    double a = (low - mu) / sig, b = (high - mu) / sig, z;
+    if (a < 0.0) {
+        double pa = gsl_cdf_ugaussian_P(a), pb = gsl_cdf_ugaussian_P(b);
+        z = gsl_cdf_ugaussian_Pinv(pa + u * (pb - pa));
+    } else { /* both ends in the upper tail: invert the survival function */
+        double qa = gsl_cdf_ugaussian_Q(a), qb = gsl_cdf_ugaussian_Q(b);
+        z = gsl_cdf_ugaussian_Qinv(qa - u * (qa - qb));
+    }
+    if (!(z >= a)) /* NaN too */
+        z = a;
+    if (z > b)
+        z = b;
+    double x = mu + sig * z;
+    return x < low ? low : x > high ? high : x;
+}
+
+/* Optuna's default_weights(x)[rank]: a ramp from 1/x to 1 for all but the newest 25. */
+static double ramp_weight(size_t rank, size_t x)
+{
+    if (x <= TPE_FLAT_WEIGHTS || rank >= x - TPE_FLAT_WEIGHTS)
+        return 1.0;
+    size_t num = x - TPE_FLAT_WEIGHTS; /* np.linspace(1 / x, 1, num) */
+    double lo = 1.0 / (double)x;
+    if (num == 1)
+        return lo;
+    return lo + (double)rank * ((1.0 - lo) / (double)(num - 1));
+}
+
+/* The first index of the non-decreasing a[0..n) with a[k] >= x (strict: a[k] > x). */
+static size_t lower_bound(const double *a, size_t n, double x, int strict)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strict ? a[mid] > x : a[mid] >= x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* ---- parameters: internal coordinates and back ---------------------------- */
+
+static int value_number(const struct tunep_value *v, double *ret)
+{
+    switch (v->type) {
+        case TUNEP_V_DOUBLE: *ret = v->u.d; return isfinite(v->u.d);
+        case TUNEP_V_INT: *ret = (double)v->u.i; return 1;
+        case TUNEP_V_BOOL: *ret = v->u.b ? 1.0 : 0.0; return 1;
+        case TUNEP_V_STRING: break;
+    }
+    return 0;
+}
+
+static int value_equal(const struct tunep_value *a, const struct tunep_value *b)
+{
+    if (a->type != b->type)
+        return 0;
+    switch (a->type) {
+        case TUNEP_V_DOUBLE: return a->u.d == b->u.d;
+        case TUNEP_V_INT: return a->u.i == b->u.i;
+        case TUNEP_V_BOOL: return (a->u.b != 0) == (b->u.b != 0);
+        case TUNEP_V_STRING: return strcmp(a->u.s, b->u.s) == 0;
+    }
+    return 0;
+}
+
+/* An index in [0, kmax] from a double, rounding half to even as numpy's round. */
+static double clamp_index(double x, double kmax)
+{
+    double i = nearbyint(x);
+    if (!(i > 0.0))
+        return 0.0;
+    return i > kmax ? kmax : i;
+}
+
+static uint64_t index_u64(double i, uint64_t kmax)
+{
+    if (!(i > 0.0))
+        return 0;
+    if (i >= (double)kmax) /* (double)kmax may round above kmax: compare before converting */
+        return kmax;
+    return (uint64_t)i;
+}
+
+/* Integer ranges: the step between indices, and the largest index. */
+static uint64_t int_step(const struct tunep_param *p)
+{
+    return p->dist == TUNEP_DIST_RANDINT || p->dist == TUNEP_DIST_LOGRANDINT ? 1u : (uint64_t)p->iq;
+}
+
+static uint64_t int_kmax(const struct tunep_param *p)
+{
+    uint64_t span = (uint64_t)p->ihi - (uint64_t)p->ilo; /* Ray: randint's high is exclusive */
+    return int_step(p) == 1u && (p->dist == TUNEP_DIST_RANDINT || p->dist == TUNEP_DIST_LOGRANDINT)
+               ? span - 1u
+               : span / int_step(p);
+}
+
+/* Sets up a dimension for parameter p; TUNE_ECONFIG for what TPE cannot model. */
+static tune_status dim_init(struct dim *m, size_t param, const struct tunep_param *p,
+                            tune_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->param = param;
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM:
+            m->kind = DIM_CONT;
+            m->low = p->lo;
+            m->high = p->hi;
+            break;
+        case TUNEP_DIST_LOGUNIFORM: /* the base only rescales log space, which TPE does not see */
+            m->kind = DIM_CONT;
+            m->low = log(p->lo);
+            m->high = log(p->hi);
+            break;
+        case TUNEP_DIST_RANDN:
+        case TUNEP_DIST_QRANDN:
+            /*
+             * Normals are modelled through their CDF, u = Phi((x - mean) / sd) on [0, 1],
+             * rather than rejected or cut at mean +- 4 sd: the prior is then Ray's normal
+             * itself and no value Ray could draw is out of reach. A value is mean + sd
+             * Phi^-1(u), u kept 2^-53 from the ends (+-8.2 sd), and qrandn rounds it to q.
+             * qrandn is scored as continuous in u: far in the tails its cells are
+             * narrower than a double resolves in u.
+             */
+            m->kind = DIM_CONT;
+            m->low = 0.0;
+            m->high = 1.0;
+            break;
+        case TUNEP_DIST_QUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM: {
+            double klo = nearbyint(p->lo / p->q), khi = nearbyint(p->hi / p->q);
+            m->kind = DIM_DISC;
+            m->kq_lo = klo;
+            m->kmax = khi - klo;
+            if (p->dist == TUNEP_DIST_QLOGUNIFORM) {
+                m->logd = 1;
+                m->v0 = klo * p->q;
+                m->step = p->q;
+            }
+            break;
+        }
+        case TUNEP_DIST_RANDINT:
+        case TUNEP_DIST_LOGRANDINT:
+        case TUNEP_DIST_QRANDINT:
+        case TUNEP_DIST_QLOGRANDINT:
+            m->kind = DIM_DISC;
+            m->kmax = (double)int_kmax(p);
+            m->logd = p->dist == TUNEP_DIST_LOGRANDINT || p->dist == TUNEP_DIST_QLOGRANDINT;
+            m->v0 = (double)p->ilo;
+            m->step = (double)int_step(p);
+            break;
+        case TUNEP_DIST_CHOICE:
+            m->kind = DIM_CAT;
+            m->n_cat = p->n_values;
+            m->kmax = (double)(p->n_values - 1);
+            m->low = -0.5; /* unused by the categorical kernel */
+            m->high = m->kmax + 0.5;
+            break;
+        case TUNEP_DIST_GRID:
+            return tunep_error_set(err, TUNE_ECONFIG,
+                                   "tpe cannot search a grid_search axis ('%s'): use choice",
+                                   p->name);
+        case TUNEP_DIST_CONST:
+        case TUNEP_DIST_COUNT:
+            return tunep_error_set(err, TUNE_EINTERNAL, "'%s' is not a searchable parameter",
+                                   p->name);
+    }
+    if (m->kind == DIM_DISC) {
+        if (m->logd) { /* Optuna: log(low - step/2) .. log(high + step/2); low >= step here */
+            m->low = log(m->v0 - 0.5 * m->step);
+            m->high = log(m->v0 + (m->kmax + 0.5) * m->step);
+        } else {
+            m->low = -0.5;
+            m->high = m->kmax + 0.5;
+        }
+    }
+    if (!(m->low < m->high) || !isfinite(m->low) || !isfinite(m->high))
+        return tunep_error_set(err, TUNE_ECONFIG, "tpe cannot model the range of '%s'", p->name);
+    return TUNE_OK;
+}
+
+/* The internal coordinate of index i of a discrete dimension. */
+static double disc_coord(const struct dim *m, double i)
+{
+    return m->logd ? log(m->v0 + i * m->step) : i;
+}
+
+/* The cell of index i in internal coordinates, within the bounds. */
+static void disc_cell(const struct dim *m, double i, double *ret_a, double *ret_b)
+{
+    double a, b;
+    if (m->logd) {
+        a = log(m->v0 + (i - 0.5) * m->step);
+        b = log(m->v0 + (i + 0.5) * m->step);
+    } else {
+        a = i - 0.5;
+        b = i + 0.5;
+    }
+    *ret_a = a < m->low ? m->low : a;
+    *ret_b = b > m->high ? m->high : b;
+}
+
+/* The index nearest to internal coordinate x (Optuna rounds in value space). */
+static double disc_index(const struct dim *m, double x)
+{
+    if (m->logd)
+        return clamp_index((exp(x) - m->v0) / m->step, m->kmax);
+    return clamp_index(x, m->kmax);
+}
+
+/* A value's internal coordinate (the index for CAT), or NaN when it has none. */
+static double to_internal(const struct dim *m, const struct tunep_param *p,
+                          const struct tunep_value *v)
+{
+    double x, i;
+    if (m->kind == DIM_CAT) {
+        for (size_t k = 0; k < p->n_values; k++)
+            if (value_equal(&p->values[k], v))
+                return (double)k;
+        return (double)NAN;
+    }
+    if (!value_number(v, &x))
+        return (double)NAN;
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM: return x < p->lo ? p->lo : x > p->hi ? p->hi : x;
+        case TUNEP_DIST_LOGUNIFORM:
+            x = x > 0.0 ? log(x) : m->low;
+            return x < m->low ? m->low : x > m->high ? m->high : x;
+        case TUNEP_DIST_RANDN:
+        case TUNEP_DIST_QRANDN: return gsl_cdf_ugaussian_P((x - p->lo) / p->hi);
+        case TUNEP_DIST_QUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM:
+            i = clamp_index(nearbyint(x / p->q) - m->kq_lo, m->kmax);
+            break;
+        case TUNEP_DIST_RANDINT:
+        case TUNEP_DIST_LOGRANDINT:
+        case TUNEP_DIST_QRANDINT:
+        case TUNEP_DIST_QLOGRANDINT:
+            if (v->type == TUNEP_V_INT) { /* exact, past 2^53 too */
+                uint64_t q = int_step(p);
+                uint64_t off = v->u.i <= p->ilo ? 0u : (uint64_t)v->u.i - (uint64_t)p->ilo;
+                i = (double)(off / q + (off % q > q / 2 ? 1u : 0u));
+                i = i > m->kmax ? m->kmax : i;
+            } else {
+                i = clamp_index((x - (double)p->ilo) / m->step, m->kmax);
+            }
+            break;
+        default: return (double)NAN;
+    }
+    return disc_coord(m, i);
+}
+
+/* Writes the value at internal coordinate x (CONT), or of index x (DISC, CAT). */
+static void emit_value(const struct dim *m, const struct tunep_param *p, double x,
+                       struct tunep_value *out)
+{
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM: /* Ray's [low, high) */
+            out->type = TUNEP_V_DOUBLE;
+            if (x >= p->hi)
+                x = nextafter(p->hi, p->lo);
+            out->u.d = x < p->lo ? p->lo : x;
+            return;
+        case TUNEP_DIST_LOGUNIFORM:
+            x = exp(x);
+            if (x >= p->hi)
+                x = nextafter(p->hi, 0.0);
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = x < p->lo ? p->lo : x;
+            return;
+        case TUNEP_DIST_RANDN:
+        case TUNEP_DIST_QRANDN: {
+            double u = x < 0x1.0p-53 ? 0x1.0p-53 : x > 1.0 - 0x1.0p-53 ? 1.0 - 0x1.0p-53 : x;
+            double v = p->lo + p->hi * gsl_cdf_ugaussian_Pinv(u);
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = p->dist == TUNEP_DIST_QRANDN ? nearbyint(v / p->q) * p->q : v;
+            return;
+        }
+        case TUNEP_DIST_QUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM: /* what space.c's nearbyint(x / q) * q gives */
+            out->type = TUNEP_V_DOUBLE;
+            out->u.d = (m->kq_lo + x) * p->q;
+            return;
+        case TUNEP_DIST_RANDINT:
+        case TUNEP_DIST_LOGRANDINT:
+        case TUNEP_DIST_QRANDINT:
+        case TUNEP_DIST_QLOGRANDINT: {
+            uint64_t u = (uint64_t)p->ilo + index_u64(x, int_kmax(p)) * int_step(p);
+            int64_t v;
+            memcpy(&v, &u, sizeof v); /* low + offset, which fits: two's complement */
+            out->type = TUNEP_V_INT;
+            out->u.i = v;
+            return;
+        }
+        case TUNEP_DIST_CHOICE: *out = p->values[index_u64(x, p->n_values - 1)]; return;
+        default: break;
+    }
+    *out = p->values[0];
+}
+
+/* ---- trial bookkeeping ---------------------------------------------------- */
+
+static tune_status grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return TUNE_OK;
+    size_t cap2 = *cap ? *cap : 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *np = tunep_realloc(*p, *cap * size, cap2 * size);
+    if (!np)
+        return TUNE_ENOMEM;
+    *p = np;
+    *cap = cap2;
+    return TUNE_OK;
+}
+
+/* Makes room for one more slot in every per-slot array (all or nothing). */
+static tune_status reserve_slot(struct tpe *t)
+{
+    size_t need = t->n_slots + 1, cap = t->cap_slots;
+    if (need <= cap)
+        return TUNE_OK;
+    size_t cap2 = cap ? 2 * cap : 64;
+    int64_t *ids = tunep_malloc(cap2 * sizeof *ids);
+    double *scores = tunep_malloc(cap2 * sizeof *scores);
+    unsigned char *state = tunep_malloc(cap2);
+    double *vals = tunep_malloc(cap2 * (t->d ? t->d : 1) * sizeof *vals);
+    size_t *by_id = tunep_malloc(cap2 * sizeof *by_id);
+    size_t *by_score = tunep_malloc(cap2 * sizeof *by_score);
+    if (!ids || !scores || !state || !vals || !by_id || !by_score) {
+        tunep_free(ids);
+        tunep_free(scores);
+        tunep_free(state);
+        tunep_free(vals);
+        tunep_free(by_id);
+        tunep_free(by_score);
+        return TUNE_ENOMEM;
+    }
+    if (t->n_slots) {
+        memcpy(ids, t->ids, t->n_slots * sizeof *ids);
+        memcpy(scores, t->scores, t->n_slots * sizeof *scores);
+        memcpy(state, t->state, t->n_slots);
+        memcpy(vals, t->vals, t->n_slots * t->d * sizeof *vals);
+        memcpy(by_id, t->by_id, t->n_slots * sizeof *by_id);
+        memcpy(by_score, t->by_score, t->n_complete * sizeof *by_score);
+    }
+    tunep_free(t->ids);
+    tunep_free(t->scores);
+    tunep_free(t->state);
+    tunep_free(t->vals);
+    tunep_free(t->by_id);
+    tunep_free(t->by_score);
+    t->ids = ids;
+    t->scores = scores;
+    t->state = state;
+    t->vals = vals;
+    t->by_id = by_id;
+    t->by_score = by_score;
+    t->cap_slots = cap2;
+    return TUNE_OK;
+}
+
+/* The position of id in by_id, or where it would go; *found says which. */
+static size_t find_id(const struct tpe *t, int64_t id, int *found)
+{
+    size_t lo = 0, hi = t->n_slots;
+    if (hi > 0 && t->ids[t->by_id[hi - 1]] < id) { /* ids mostly arrive in order */
+        *found = 0;
+        return hi;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ids[t->by_id[mid]] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < t->n_slots && t->ids[t->by_id[lo]] == id;
+    return lo;
+}
+
+static void list_remove(size_t *list, size_t *n, size_t slot)
+{
+    for (size_t k = 0; k < *n; k++)
+        if (list[k] == slot) {
+            memmove(list + k, list + k + 1, (*n - k - 1) * sizeof *list);
+            (*n)--;
+            return;
+        }
+}
+
+/* Inserts slot into dimension j's value order, after equal values (room reserved). */
+static void order_insert(struct tpe *t, size_t j, size_t slot)
+{
+    struct dim *m = &t->dims[j];
+    double x = t->vals[slot * t->d + j];
+    size_t lo = 0, hi = m->n_order;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->vals[m->order[mid] * t->d + j] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(m->order + lo + 1, m->order + lo, (m->n_order - lo) * sizeof *m->order);
+    m->order[lo] = slot;
+    m->n_order++;
+}
+
+/* Better: a larger score, then the earlier trial (Optuna's stable sort in trial order). */
+static int score_before(const struct tpe *t, size_t a, size_t b)
+{
+    if (t->scores[a] != t->scores[b])
+        return t->scores[a] > t->scores[b];
+    return t->ids[a] < t->ids[b];
+}
+
+static void score_insert(struct tpe *t, size_t slot)
+{
+    size_t lo = 0, hi = t->n_complete;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (score_before(t, t->by_score[mid], slot))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(t->by_score + lo + 1, t->by_score + lo, (t->n_complete - lo) * sizeof *t->by_score);
+    t->by_score[lo] = slot;
+    t->n_complete++;
+}
+
+static tune_status tpe_on_start(struct tunep_searcher *s, int64_t id,
+                                const struct tunep_value *values)
+{
+    struct tpe *t = (struct tpe *)s;
+    const tune_space *space = t->base.space;
+    if (!values)
+        return TUNE_EINVAL;
+    for (size_t j = 0; j < t->d; j++)
+        if (grow((void **)&t->dims[j].order, &t->dims[j].cap_order, t->n_slots + 1, sizeof(size_t)))
+            return TUNE_ENOMEM;
+    if (reserve_slot(t))
+        return TUNE_ENOMEM;
+    int found;
+    size_t pos = find_id(t, id, &found), slot;
+    if (found) { /* started again (a retry, a restored trial): its latest values count */
+        slot = t->by_id[pos];
+        if (t->state[slot] == SLOT_COMPLETE)
+            list_remove(t->by_score, &t->n_complete, slot);
+        for (size_t j = 0; j < t->d; j++)
+            list_remove(t->dims[j].order, &t->dims[j].n_order, slot);
+    } else {
+        slot = t->n_slots++;
+        memmove(t->by_id + pos + 1, t->by_id + pos, (slot - pos) * sizeof *t->by_id);
+        t->by_id[pos] = slot;
+        t->ids[slot] = id;
+    }
+    t->state[slot] = SLOT_PENDING;
+    t->scores[slot] = -(double)INFINITY;
+    for (size_t j = 0; j < t->d; j++) {
+        const struct dim *m = &t->dims[j];
+        double x = to_internal(m, &space->params[m->param], &values[m->param]);
+        t->vals[slot * t->d + j] = x;
+        if (!isnan(x))
+            order_insert(t, j, slot);
+    }
+    return TUNE_OK;
+}
+
+static tune_status tpe_on_result(struct tunep_searcher *s, int64_t id, double budget, double score)
+{
+    (void)s, (void)id, (void)budget, (void)score; /* TPE models final scores only */
+    return TUNE_OK;
+}
+
+static tune_status tpe_on_complete(struct tunep_searcher *s, int64_t id, int has_score,
+                                   double budget, double score)
+{
+    struct tpe *t = (struct tpe *)s;
+    (void)budget;
+    int found;
+    size_t pos = find_id(t, id, &found);
+    if (!found) /* never started here: there are no values to learn from */
+        return TUNE_OK;
+    size_t slot = t->by_id[pos];
+    if (t->state[slot] == SLOT_COMPLETE)
+        list_remove(t->by_score, &t->n_complete, slot);
+    if (!has_score) {
+        t->state[slot] = SLOT_GONE; /* an ERROR: Optuna ignores failed trials */
+        return TUNE_OK;
+    }
+    t->state[slot] = SLOT_COMPLETE;
+    t->scores[slot] = isnan(score) ? -(double)INFINITY : score; /* the worst of all */
+    score_insert(t, slot);
+    return TUNE_OK;
+}
+
+/* ---- scratch -------------------------------------------------------------- */
+
+enum { KDE_ARRAYS = 7 }; /* mu sig isig coef w reach_hi reach_lo */
+
+static void kde_bind(struct kde1 *e, double *p, size_t cap)
+{
+    e->mu = p;
+    e->sig = p + cap;
+    e->isig = p + 2 * cap;
+    e->coef = p + 3 * cap;
+    e->w = p + 4 * cap;
+    e->reach_hi = p + 5 * cap;
+    e->reach_lo = p + 6 * cap;
+}
+
+/* Room for n slots (one block, so that a failure changes nothing). */
+static tune_status scratch_reserve(struct tpe *t, size_t n)
+{
+    if (n <= t->cap_scratch)
+        return TUNE_OK;
+    size_t cap = t->cap_scratch ? t->cap_scratch : 64;
+    while (cap < n)
+        cap *= 2;
+    size_t d = t->d ? t->d : 1, cat = t->cap_cat;
+    /* kde arrays, slot_w, mv_lp, per set: mv_mu and mv_lz (cap x d) and mv_w; pmfs */
+    size_t n_doubles = 2 * KDE_ARRAYS * cap + 2 * cap + 2 * (2 * cap * d + cap) + 2 * cat;
+    if (n_doubles > (SIZE_MAX - cap) / sizeof(double))
+        return TUNE_ENOMEM;
+    double *p = tunep_malloc(n_doubles * sizeof(double) + cap);
+    if (!p)
+        return TUNE_ENOMEM;
+    tunep_free(t->scratch);
+    t->scratch = p;
+    t->cap_scratch = cap;
+    kde_bind(&t->below, p, cap);
+    p += KDE_ARRAYS * cap;
+    kde_bind(&t->above, p, cap);
+    p += KDE_ARRAYS * cap;
+    t->slot_w = p;
+    p += cap;
+    t->mv_lp = p;
+    p += cap;
+    for (size_t s = 0; s < 2; s++) {
+        t->mv_mu[s] = p;
+        p += cap * d;
+        t->mv_lz[s] = p;
+        p += cap * d;
+        t->mv_w[s] = p;
+        p += cap;
+    }
+    t->below.pmf = p;
+    p += cat;
+    t->above.pmf = p;
+    p += cat;
+    t->member = (unsigned char *)p;
+    return TUNE_OK;
+}
+
+/* ---- the split: below (the best gamma(n)), above (the rest and the pending) */
+
+static int has_values(const struct tpe *t, size_t slot, size_t j)
+{
+    if (j < t->d)
+        return !isnan(t->vals[slot * t->d + j]);
+    for (size_t i = 0; i < t->d; i++)
+        if (isnan(t->vals[slot * t->d + i]))
+            return 0;
+    return 1;
+}
+
+static void split(struct tpe *t)
+{
+    size_t n = t->n_complete;
+    double g = ceil(t->c.gamma * (double)n); /* as np.ceil(0.1 * n): 0.1 * 30 gives 4 */
+    size_t nb = g < (double)TPE_MAX_BELOW ? (size_t)g : TPE_MAX_BELOW;
+    if (nb > n)
+        nb = n;
+    for (size_t s = 0; s < t->n_slots; s++) {
+        unsigned char st = t->state[s];
+        t->member[s] = st == SLOT_COMPLETE || (st == SLOT_PENDING && t->c.constant_liar) ? 2 : 0;
+    }
+    for (size_t k = 0; k < nb; k++)
+        t->member[t->by_score[k]] = 1;
+    t->missing = 0;
+    for (size_t s = 0; s < t->n_slots && !t->missing; s++)
+        t->missing = t->member[s] && !has_values(t, s, t->d);
+    t->weighed[1] = t->weighed[2] = SIZE_MAX;
+}
+
+/*
+ * Gives each member of set `which` that has a value in dimension j (in all
+ * of them when j == d) its weight, default_weights(count) in trial order,
+ * into slot_w.
+ */
+static void weigh(struct tpe *t, unsigned char which, size_t j)
+{
+    size_t count = 0, rank = 0;
+    if (!t->missing) /* the usual case: the same weights in every dimension */
+        j = t->d;
+    if (t->weighed[which] == j)
+        return;
+    t->weighed[which] = j;
+    for (size_t k = 0; k < t->n_slots; k++) {
+        size_t s = t->by_id[k];
+        count += t->member[s] == which && has_values(t, s, j);
+    }
+    for (size_t k = 0; k < t->n_slots; k++) {
+        size_t s = t->by_id[k];
+        if (t->member[s] == which && has_values(t, s, j))
+            t->slot_w[s] = ramp_weight(rank++, count);
+    }
+}
+
+/* ---- univariate estimators ------------------------------------------------ */
+
+/*
+ * Fits set `which`'s estimator for dimension j: Optuna's
+ * _calculate_numerical_params (or _calculate_categorical_params), with the
+ * prior's centre sorted in among the observations for the neighbour widths.
+ */
+static void kde_fit(struct tpe *t, struct kde1 *e, unsigned char which, size_t j)
+{
+    const struct dim *m = &t->dims[j];
+    size_t n = 0;
+    weigh(t, which, j);
+    double wsum = t->c.prior_weight;
+    for (size_t k = 0; k < m->n_order; k++) {
+        size_t s = m->order[k];
+        if (t->member[s] != which)
+            continue;
+        e->mu[n] = t->vals[s * t->d + j];
+        e->w[n] = t->slot_w[s];
+        wsum += e->w[n];
+        n++;
+    }
+    double range = m->high - m->low;
+    e->prior_mu = 0.5 * (m->low + m->high);
+    e->prior_sig = range;
+    e->prior_w = t->c.prior_weight / wsum;
+    for (size_t k = 0; k < n; k++)
+        e->w[k] /= wsum;
+
+    if (m->kind == DIM_CAT) {
+        /* prior_weight / (n + 1) on every choice and 1 on its own, normalised */
+        double c = (double)m->n_cat, v = t->c.prior_weight / (double)(n + 1);
+        e->cat_hit = (v + 1.0) / (c * v + 1.0);
+        e->cat_miss = v / (c * v + 1.0);
+        double base = e->prior_w / c;
+        for (size_t k = 0; k < n; k++)
+            base += e->w[k] * e->cat_miss;
+        for (size_t i = 0; i < m->n_cat; i++)
+            e->pmf[i] = base;
+        for (size_t k = 0; k < n; k++)
+            e->pmf[(size_t)e->mu[k]] += e->w[k] * (e->cat_hit - e->cat_miss);
+        e->n = n;
+        return;
+    }
+
+    /* widths: the farther neighbour among [low, observations and prior centre, high] */
+    size_t n_all = n + 1, p_at = lower_bound(e->mu, n, e->prior_mu, 1);
+#define MU_ALL(i) ((i) < p_at ? e->mu[i] : (i) == p_at ? e->prior_mu : e->mu[(i)-1])
+    double minsig = range / fmin(100.0, 1.0 + (double)n_all), maxsig = range;
+    for (size_t i = 0; i < n_all; i++) {
+        if (i == p_at)
+            continue;
+        double x = MU_ALL(i);
+        double left = x - (i > 0 ? MU_ALL(i - 1) : m->low);
+        double right = (i + 1 < n_all ? MU_ALL(i + 1) : m->high) - x;
+        double sg = left > right ? left : right;
+        if (!t->c.consider_endpoints && n_all >= 2) { /* the outer ones: the inner gap only */
+            if (i == 0)
+                sg = right;
+            else if (i == n_all - 1)
+                sg = left;
+        }
+        e->sig[i < p_at ? i : i - 1] = sg < minsig ? minsig : sg > maxsig ? maxsig : sg;
+    }
+#undef MU_ALL
+    /* kernels with the same centre and width are one kernel of their summed weight */
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (u > 0 && e->mu[k] == e->mu[u - 1] && e->sig[k] == e->sig[u - 1]) {
+            e->w[u - 1] += e->w[k];
+            continue;
+        }
+        e->mu[u] = e->mu[k];
+        e->sig[u] = e->sig[k];
+        e->w[u++] = e->w[k];
+    }
+    e->n = n = u;
+    int cont = m->kind == DIM_CONT;
+    for (size_t k = 0; k < n; k++) {
+        double sg = e->sig[k], is = 1.0 / sg;
+        double z = gauss_mass((m->low - e->mu[k]) * is, (m->high - e->mu[k]) * is);
+        e->isig[k] = is;
+        e->coef[k] = cont ? e->w[k] * is / (z * TPE_SQRT_2PI) : e->w[k] / z;
+        double hi = e->mu[k] + TPE_CUT * sg;
+        e->reach_hi[k] = k > 0 && e->reach_hi[k - 1] > hi ? e->reach_hi[k - 1] : hi;
+    }
+    for (size_t k = n; k-- > 0;) {
+        double lo = e->mu[k] - TPE_CUT * e->sig[k];
+        e->reach_lo[k] = k + 1 < n && e->reach_lo[k + 1] < lo ? e->reach_lo[k + 1] : lo;
+    }
+    double pz = gauss_mass((m->low - e->prior_mu) / range, (m->high - e->prior_mu) / range);
+    e->prior_coef = cont ? e->prior_w / (range * pz * TPE_SQRT_2PI) : e->prior_w / pz;
+}
+
+/* log of the density at a (CONT), or of the mass of the cell [a, b] (DISC). */
+static double kde_log(const struct kde1 *e, int cont, double a, double b)
+{
+    size_t lo = lower_bound(e->reach_hi, e->n, a, 0); /* kernels before lo end left of a */
+    size_t hi = lower_bound(e->reach_lo, e->n, b, 1); /* kernels from hi on start right of b */
+    double sum;
+    if (cont) {
+        double z = (a - e->prior_mu) / e->prior_sig;
+        sum = e->prior_coef * exp(-0.5 * z * z);
+        for (size_t k = lo; k < hi; k++) {
+            z = (a - e->mu[k]) * e->isig[k];
+            sum += e->coef[k] * exp(-0.5 * z * z);
+        }
+    } else {
+        sum = e->prior_coef *
+              gauss_mass((a - e->prior_mu) / e->prior_sig, (b - e->prior_mu) / e->prior_sig);
+        for (size_t k = lo; k < hi; k++)
+            sum +=
+                e->coef[k] * gauss_mass((a - e->mu[k]) * e->isig[k], (b - e->mu[k]) * e->isig[k]);
+    }
+    return log(sum);
+}
+
+/* A component by weight, n for the prior (Optuna's rng.choice over [observations, prior]). */
+static size_t pick_component(const double *w, size_t n, double u)
+{
+    double acc = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        acc += w[k];
+        if (u < acc)
+            return k;
+    }
+    return n;
+}
+
+/* A choice from component k's categorical kernel (k == n: the prior, uniform). */
+static double cat_draw(const struct kde1 *e, size_t k, size_t n_cat, double u)
+{
+    size_t c;
+    if (k == e->n) {
+        c = (size_t)(u * (double)n_cat);
+    } else {
+        size_t own = (size_t)e->mu[k];
+        double x = u / e->cat_miss; /* in units of cat_miss: own first, then the others */
+        double hit_units = e->cat_hit / e->cat_miss;
+        if (x < hit_units) {
+            c = own;
+        } else {
+            c = (size_t)(x - hit_units);
+            if (c >= n_cat - 1)
+                c = n_cat - 2;
+            if (c >= own)
+                c++;
+        }
+    }
+    return (double)(c < n_cat ? c : n_cat - 1);
+}
+
+/* Optuna's sample_independent for dimension j, into out[param]. */
+static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value *out)
+{
+    const struct dim *m = &t->dims[j];
+    struct kde1 *l = &t->below, *g = &t->above;
+    size_t n_ei = (size_t)t->c.n_ei_candidates;
+    kde_fit(t, l, 1, j);
+    kde_fit(t, g, 2, j);
+    double *cand = t->cand, *score = t->cand_score;
+    for (size_t c = 0; c < n_ei; c++) /* the components first, then the draws, as Optuna */
+        cand[c] = (double)pick_component(l->w, l->n, gsl_rng_uniform(r));
+    for (size_t c = 0; c < n_ei; c++) {
+        size_t k = (size_t)cand[c];
+        double u = gsl_rng_uniform(r);
+        if (m->kind == DIM_CAT) {
+            cand[c] = cat_draw(l, k, m->n_cat, u);
+            continue;
+        }
+        double mu = k < l->n ? l->mu[k] : l->prior_mu, sg = k < l->n ? l->sig[k] : l->prior_sig;
+        double x = truncnorm_draw(mu, sg, m->low, m->high, u);
+        cand[c] = m->kind == DIM_DISC ? disc_index(m, x) : x;
+    }
+    size_t best = 0;
+    for (size_t c = 0; c < n_ei; c++) {
+        size_t dup = c;
+        if (m->kind != DIM_CONT) /* a discrete value drawn again scores the same */
+            for (size_t c2 = 0; c2 < c && dup == c; c2++)
+                if (cand[c2] == cand[c])
+                    dup = c2;
+        if (dup != c) {
+            score[c] = score[dup];
+        } else if (m->kind == DIM_CAT) {
+            score[c] = log(l->pmf[(size_t)cand[c]]) - log(g->pmf[(size_t)cand[c]]);
+        } else if (m->kind == DIM_DISC) {
+            double a, b;
+            disc_cell(m, cand[c], &a, &b);
+            score[c] = kde_log(l, 0, a, b) - kde_log(g, 0, a, b);
+        } else {
+            score[c] = kde_log(l, 1, cand[c], cand[c]) - kde_log(g, 1, cand[c], cand[c]);
+        }
+        if (score[c] > score[best] || isnan(score[best])) /* the first best, as np.argmax */
+            best = c;
+    }
+    emit_value(m, &t->base.space->params[m->param], cand[best], &out[m->param]);
+}
+
+/* ---- multivariate --------------------------------------------------------- */
+
+/*
+ * Fits set `which` jointly into mv_mu[set] (rows of members, then the prior's
+ * row), log weights, per-dimension widths sig[set * d + j] and log norms;
+ * returns the number of members.
+ */
+static size_t mv_fit(struct tpe *t, size_t set, unsigned char which, double *sig)
+{
+    size_t d = t->d, n = 0;
+    double *mu = t->mv_mu[set], *lz = t->mv_lz[set], *w = t->mv_w[set];
+    weigh(t, which, d);
+    double wsum = t->c.prior_weight;
+    for (size_t k = 0; k < t->n_slots; k++) {
+        size_t s = t->by_id[k];
+        if (t->member[s] != which || !has_values(t, s, d))
+            continue;
+        memcpy(mu + n * d, t->vals + s * d, d * sizeof *mu);
+        w[n] = t->slot_w[s];
+        wsum += w[n++];
+    }
+    for (size_t j = 0; j < d; j++) /* the prior: the centre, width = range, uniform choices */
+        mu[n * d + j] = 0.5 * (t->dims[j].low + t->dims[j].high);
+    w[n] = t->c.prior_weight;
+    for (size_t k = 0; k <= n; k++)
+        w[k] = log(w[k] / wsum);
+    /* Scott's rule as Optuna (SIGMA0_MAGNITUDE 0.2), then the magic clip */
+    double sigma0 = 0.2 * pow((double)(n > 0 ? n : 1), -1.0 / ((double)d + 4.0));
+    for (size_t j = 0; j < d; j++) {
+        const struct dim *m = &t->dims[j];
+        double range = m->high - m->low, minsig = range / fmin(100.0, (double)n + 2.0);
+        double sg = sigma0 * range;
+        sig[set * d + j] = sg < minsig ? minsig : sg > range ? range : sg;
+    }
+    for (size_t k = 0; k <= n; k++)
+        for (size_t j = 0; j < d; j++) {
+            const struct dim *m = &t->dims[j];
+            if (m->kind == DIM_CAT) {
+                lz[k * d + j] = 0.0;
+                continue;
+            }
+            double sg = k == n ? m->high - m->low : sig[set * d + j], x = mu[k * d + j];
+            double z = gauss_mass((m->low - x) / sg, (m->high - x) / sg);
+            lz[k * d + j] = m->kind == DIM_CONT ? -log(sg * z * TPE_SQRT_2PI) : -log(z);
+        }
+    return n;
+}
+
+/* log of set `set`'s joint density at candidate x[d] (indices for DISC and CAT). */
+static double mv_log(struct tpe *t, size_t set, size_t n, const double *sig, const double *x)
+{
+    size_t d = t->d;
+    const double *mu = t->mv_mu[set], *lz = t->mv_lz[set], *w = t->mv_w[set];
+    double *lp = t->mv_lp, mx = -(double)INFINITY;
+    double v = t->c.prior_weight / (double)(n + 1);
+    for (size_t k = 0; k <= n; k++) {
+        double s = w[k];
+        for (size_t j = 0; j < d; j++) {
+            const struct dim *m = &t->dims[j];
+            double muj = mu[k * d + j], sg = k == n ? m->high - m->low : sig[set * d + j];
+            if (m->kind == DIM_CAT) {
+                double c = (double)m->n_cat;
+                s += k == n ? -log(c) : log(((muj == x[j] ? 1.0 : 0.0) + v) / (c * v + 1.0));
+            } else if (m->kind == DIM_CONT) {
+                double z = (x[j] - muj) / sg;
+                s += -0.5 * z * z + lz[k * d + j];
+            } else {
+                double a, b;
+                disc_cell(m, x[j], &a, &b);
+                s += log(gauss_mass((a - muj) / sg, (b - muj) / sg)) + lz[k * d + j];
+            }
+        }
+        lp[k] = s;
+        mx = s > mx ? s : mx;
+    }
+    double sum = 0.0;
+    for (size_t k = 0; k <= n; k++)
+        sum += exp(lp[k] - mx);
+    return mx + log(sum);
+}
+
+/* Optuna's sample_relative: candidates drawn whole from one component each. */
+static void suggest_joint(struct tpe *t, gsl_rng *r, struct tunep_value *out)
+{
+    size_t d = t->d, n_ei = (size_t)t->c.n_ei_candidates;
+    double sig[2 * TUNEP_SPACE_MAX_PARAMS];
+    size_t nl = mv_fit(t, 0, 1, sig), ng = mv_fit(t, 1, 2, sig);
+    double *cand = t->cand, *score = t->cand_score, *wl = t->mv_lp;
+    const double *mu = t->mv_mu[0];
+    for (size_t k = 0; k < nl; k++) /* the below set's weights, back from logs for the draw */
+        wl[k] = exp(t->mv_w[0][k]);
+    for (size_t c = 0; c < n_ei; c++)
+        cand[c * d] = (double)pick_component(wl, nl, gsl_rng_uniform(r));
+    for (size_t c = 0; c < n_ei; c++) {
+        size_t k = (size_t)cand[c * d];
+        for (size_t j = 0; j < d; j++) {
+            const struct dim *m = &t->dims[j];
+            double u = gsl_rng_uniform(r), x;
+            if (m->kind == DIM_CAT) {
+                double nc = (double)m->n_cat, v = t->c.prior_weight / (double)(nl + 1);
+                double hit = (v + 1.0) / (nc * v + 1.0);
+                if (k == nl) {
+                    x = floor(u * nc);
+                } else if (u < hit) {
+                    x = mu[k * d + j];
+                } else { /* uniform over the other choices */
+                    x = floor((u - hit) / (1.0 - hit) * (nc - 1.0));
+                    x = x > nc - 2.0 ? nc - 2.0 : x;
+                    x += x >= mu[k * d + j] ? 1.0 : 0.0;
+                }
+                x = x > m->kmax ? m->kmax : x;
+            } else {
+                double sg = k == nl ? m->high - m->low : sig[j];
+                x = truncnorm_draw(mu[k * d + j], sg, m->low, m->high, u);
+                if (m->kind == DIM_DISC)
+                    x = disc_index(m, x);
+            }
+            cand[c * d + j] = x;
+        }
+    }
+    size_t best = 0;
+    for (size_t c = 0; c < n_ei; c++) {
+        score[c] = mv_log(t, 0, nl, sig, cand + c * d) - mv_log(t, 1, ng, sig, cand + c * d);
+        if (score[c] > score[best] || isnan(score[best]))
+            best = c;
+    }
+    for (size_t j = 0; j < d; j++) {
+        const struct dim *m = &t->dims[j];
+        emit_value(m, &t->base.space->params[m->param], cand[best * d + j], &out[m->param]);
+    }
+}
+
+/* ---- the searcher --------------------------------------------------------- */
+
+static tune_status tpe_suggest(struct tunep_searcher *s, int64_t id, gsl_rng *r,
+                               struct tunep_value *out, tune_error *err)
+{
+    struct tpe *t = (struct tpe *)s;
+    const tune_space *space = t->base.space;
+    (void)id;
+    if (!r || !out)
+        return tunep_error_set(err, TUNE_EINVAL, "tpe: rng and out must not be NULL");
+    if (t->n_complete < (size_t)t->c.n_startup_trials || t->d == 0) {
+        tunep_space_sample(space, r, 0, 0, out);
+        return TUNE_OK;
+    }
+    if (scratch_reserve(t, t->n_slots + 2))
+        return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory for %zu trials", t->n_slots);
+    for (size_t i = 0; i < space->n; i++) /* constants pass through */
+        if (space->params[i].dist == TUNEP_DIST_CONST)
+            out[i] = space->params[i].values[0];
+    split(t);
+    if (t->c.multivariate) {
+        suggest_joint(t, r, out);
+    } else {
+        for (size_t j = 0; j < t->d; j++)
+            suggest_dim(t, j, r, out);
+    }
+    return TUNE_OK;
+}
+
+static void tpe_free(struct tunep_searcher *s)
+{
+    struct tpe *t = (struct tpe *)s;
+    if (!t)
+        return;
+    if (t->dims)
+        for (size_t j = 0; j < t->d; j++)
+            tunep_free(t->dims[j].order);
+    tunep_free(t->dims);
+    tunep_free(t->ids);
+    tunep_free(t->scores);
+    tunep_free(t->state);
+    tunep_free(t->vals);
+    tunep_free(t->by_id);
+    tunep_free(t->by_score);
+    tunep_free(t->scratch);
+    tunep_free(t->cand);
+    tunep_free(t->cand_score);
+    tunep_free(t);
+}
+
+tune_status tunep_tpe_log_densities(struct tunep_searcher *s, size_t param,
+                                    const struct tunep_value *v, double *ret_log_l,
+                                    double *ret_log_g)
+{
+    struct tpe *t = (struct tpe *)s;
+    size_t j = 0;
+    while (j < t->d && t->dims[j].param != param)
+        j++;
+    if (!v || !ret_log_l || !ret_log_g || j == t->d)
+        return TUNE_EINVAL;
+    const struct dim *m = &t->dims[j];
+    double x = to_internal(m, &t->base.space->params[param], v);
+    if (isnan(x))
+        return TUNE_EINVAL;
+    if (scratch_reserve(t, t->n_slots + 2))
+        return TUNE_ENOMEM;
+    split(t);
+    kde_fit(t, &t->below, 1, j);
+    kde_fit(t, &t->above, 2, j);
+    if (m->kind == DIM_CAT) {
+        *ret_log_l = log(t->below.pmf[(size_t)x]);
+        *ret_log_g = log(t->above.pmf[(size_t)x]);
+    } else if (m->kind == DIM_DISC) {
+        double a, b;
+        disc_cell(m, disc_index(m, x), &a, &b);
+        *ret_log_l = kde_log(&t->below, 0, a, b);
+        *ret_log_g = kde_log(&t->above, 0, a, b);
+    } else {
+        *ret_log_l = kde_log(&t->below, 1, x, x);
+        *ret_log_g = kde_log(&t->above, 1, x, x);
+    }
+    return TUNE_OK;
+}
+
+static const struct tunep_searcher_ops tpe_ops = {
+    .name = "tpe",
+    .suggest = tpe_suggest,
+    .on_start = tpe_on_start,
+    .on_result = tpe_on_result,
+    .on_complete = tpe_on_complete,
+    .free = tpe_free,
+};
+
+void tunep_tpe_config_default(struct tunep_tpe_config *c)
+{
+    if (!c)
+        return;
+    c->n_startup_trials = 10;
+    c->n_ei_candidates = 24;
+    c->prior_weight = 1.0;
+    c->consider_endpoints = 0;
+    c->multivariate = 0;
+    c->constant_liar = 1;
+    c->gamma = 0.1;
+}
+
+tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config *c, uint64_t seed,
+                          struct tunep_searcher **ret, tune_error *err)
+{
+    struct tunep_tpe_config def;
+    (void)seed; /* every draw comes from the trial's own stream, handed to suggest() */
+    if (!space || !ret)
+        return tunep_error_set(err, TUNE_EINVAL, "tpe: space and ret must not be NULL");
+    *ret = NULL;
+    if (!c) {
+        tunep_tpe_config_default(&def);
+        c = &def;
+    }
+    if (c->n_startup_trials < 0)
+        return tunep_error_set(err, TUNE_ECONFIG, "tpe: n_startup_trials must be >= 0");
+    if (c->n_ei_candidates < 1 || c->n_ei_candidates > 1000000)
+        return tunep_error_set(err, TUNE_ECONFIG, "tpe: n_ei_candidates must be in 1..1000000");
+    if (!(c->prior_weight > 0.0) || !isfinite(c->prior_weight))
+        return tunep_error_set(err, TUNE_ECONFIG, "tpe: prior_weight must be a number > 0");
+    if (!(c->gamma > 0.0 && c->gamma <= 1.0))
+        return tunep_error_set(err, TUNE_ECONFIG, "tpe: gamma must be in (0, 1]");
+    size_t d = 0, cats = 0;
+    for (size_t i = 0; i < space->n; i++) {
+        const struct tunep_param *p = &space->params[i];
+        if (p->dist == TUNEP_DIST_GRID)
+            return tunep_error_set(err, TUNE_ECONFIG,
+                                   "tpe cannot search a grid_search axis ('%s'): use choice",
+                                   p->name);
+        d += p->dist != TUNEP_DIST_CONST;
+        if (p->dist == TUNEP_DIST_CHOICE && p->n_values > cats)
+            cats = p->n_values;
+    }
+
+    struct tpe *t = tunep_calloc(1, sizeof *t);
+    if (!t)
+        return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory");
+    t->base.ops = &tpe_ops;
+    t->base.space = space;
+    t->c = *c;
+    t->cap_cat = cats;
+    size_t n_ei = (size_t)c->n_ei_candidates;
+    t->dims = tunep_calloc(d ? d : 1, sizeof *t->dims);
+    t->cand = tunep_malloc(n_ei * (d ? d : 1) * sizeof *t->cand);
+    t->cand_score = tunep_malloc(n_ei * sizeof *t->cand_score);
+    if (!t->dims || !t->cand || !t->cand_score) {
+        tpe_free(&t->base);
+        return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory");
+    }
+    for (size_t i = 0; i < space->n; i++) {
+        if (space->params[i].dist == TUNEP_DIST_CONST)
+            continue;
+        tune_status st = dim_init(&t->dims[t->d], i, &space->params[i], err);
+        if (st) {
+            tpe_free(&t->base);
+            return st;
+        }
+        t->d++;
+    }
+    *ret = &t->base;
+    return TUNE_OK;
+}

@@ -1,0 +1,82 @@
+/*
+ * plugin_fixture.c - the shared library test_plugin.c loads as a plugin
+ * objective (trainer "type": "plugin"), one symbol per behaviour to check.
+ * It calls tune.h's API from the test program, which exports it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+#define FIXTURE_API __attribute__((visibility("default")))
+
+struct state {
+    double offset;
+};
+
+/* Calls of fixture_fini so far: test_plugin reads it to see that fini ran once. */
+FIXTURE_API int fixture_fini_calls;
+
+FIXTURE_API tune_status fixture_objective(tune_trial *trial, void *user_data);
+FIXTURE_API tune_status fixture_init(const char *data, void **ret_user_data, tune_error *err);
+FIXTURE_API tune_status fixture_objective_state(tune_trial *trial, void *user_data);
+FIXTURE_API void fixture_fini(void *user_data);
+FIXTURE_API tune_status fixture_flaky(tune_trial *trial, void *user_data);
+
+/* Without init_symbol user_data is the "data" text: reports its length (-1 for none) and x. */
+tune_status fixture_objective(tune_trial *trial, void *user_data)
+{
+    const char *data = user_data;
+    const char *names[2] = {"val_accuracy", "data_len"};
+    double values[2] = {tune_trial_get_double_or(trial, "x", -1), data ? (double)strlen(data) : -1};
+    for (int it = 0; it < 3; it++) {
+        tune_status st = tune_trial_report(trial, 2, names, values);
+        if (st != TUNE_OK)
+            return st == TUNE_ESTOP ? TUNE_OK : st;
+    }
+    return TUNE_OK;
+}
+
+tune_status fixture_init(const char *data, void **ret_user_data, tune_error *err)
+{
+    if (data && strstr(data, "\"fail\""))
+        return snprintf(err->text, sizeof err->text, "fixture refuses: fail requested"),
+               TUNE_ECONFIG;
+    struct state *s = calloc(1, sizeof *s);
+    if (!s)
+        return TUNE_ENOMEM;
+    const char *at = data ? strstr(data, "\"offset\":") : NULL;
+    s->offset = at ? strtod(at + 9, NULL) : 0;
+    *ret_user_data = s;
+    return TUNE_OK;
+}
+
+/* With init_symbol: reports x + the offset init read from "data". */
+tune_status fixture_objective_state(tune_trial *trial, void *user_data)
+{
+    const struct state *s = user_data;
+    return tune_trial_report_metric(trial, "val_accuracy",
+                                    tune_trial_get_double_or(trial, "x", -1) + s->offset) ==
+                   TUNE_ESTORE
+               ? TUNE_ESTORE
+               : TUNE_OK;
+}
+
+void fixture_fini(void *user_data)
+{
+    free(user_data);
+    fixture_fini_calls++;
+}
+
+/* Fails its first attempt, as a flaky objective does; the retry reports. */
+tune_status fixture_flaky(tune_trial *trial, void *user_data)
+{
+    (void)user_data;
+    if (tune_trial_attempt(trial) == 1) {
+        tune_trial_set_error(trial, "fixture failure on attempt 1");
+        return TUNE_EFAILED;
+    }
+    tune_trial_report_metric(trial, "val_accuracy", 1.0);
+    return TUNE_OK;
+}

@@ -1,0 +1,509 @@
+/*
+ * test_gp.c - Gaussian-process Bayesian optimisation (search/gp.c).
+ *
+ * The model: the posterior mean interpolates its observations and the
+ * variance vanishes there when the noise is tiny; the analytic gradient of
+ * the log marginal likelihood matches central differences; the fitted length
+ * scale of a dimension the function ignores is longer than the others.
+ * The searcher: sequential suggestions find the optimum of a 1-D quadratic
+ * within 0.02 in 25 trials; the same seed and history give the same
+ * suggestions; pending trials push parallel suggestions apart; every value is
+ * legal for its parameter (integers, q values, choices of each type); -inf
+ * scores and errored trials are handled; grid axes and bad options are
+ * rejected naming the culprit; every allocation failure returns TUNE_ENOMEM.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "check_util.h"
+#include "rng.h"
+#include "search/gp.h"
+#include "search/searcher.h"
+#include "search/space.h"
+
+static tune_error err;
+
+#define OK(call) ck_assert_msg((call) == TUNE_OK, "%s: %s", #call, err.text)
+
+static gsl_rng *rng_new(uint64_t seed)
+{
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    ck_assert_ptr_nonnull(r);
+    gsl_rng_set(r, (unsigned long)seed);
+    return r;
+}
+
+/* A smooth test function on [0, 1]^2. */
+static double smooth2(const double *x)
+{
+    return sin(5.0 * x[0]) * cos(3.0 * x[1]) + 0.5 * x[0];
+}
+
+/* Fills a model with n random points of smooth2 (or of a 1-D sine when ignore_x1). */
+static void fill(struct tunep_gp_model *m, size_t n, uint64_t seed, int ignore_x1)
+{
+    gsl_rng *r = rng_new(seed);
+    OK(tunep_gp_model_reserve(m, n, &err));
+    for (size_t i = 0; i < n; i++) {
+        double *x = m->x + i * m->d;
+        for (size_t t = 0; t < m->d; t++)
+            x[t] = gsl_rng_uniform(r);
+        m->y[i] = ignore_x1 ? sin(6.0 * x[0]) : smooth2(x);
+    }
+    m->n = n;
+    gsl_rng_free(r);
+}
+
+START_TEST(test_model_interpolates)
+{
+    struct tunep_gp_model m;
+    OK(tunep_gp_model_init(&m, 2, &err));
+    fill(&m, 30, 1, 0);
+    /* tiny noise: the noise floor of gp.h */
+    m.theta[0] = log(0.3);
+    m.theta[1] = log(0.3);
+    m.theta[2] = 0.0;
+    m.theta[3] = TUNEP_GP_LOG_NOISE_MIN;
+    tunep_gp_model_condition(&m);
+    double mu[30], var[30];
+    tunep_gp_model_predict(&m, m.x, 30, mu, var);
+    for (int i = 0; i < 30; i++) {
+        ck_assert_msg(fabs(mu[i] - m.y[i]) < 1e-3 * fmax(1.0, fabs(m.y[i])), "%d: mu %g y %g", i,
+                      mu[i], m.y[i]);
+        ck_assert_msg(var[i] < 1e-5, "%d: var %g", i, var[i]); /* prior variance 1 */
+    }
+    /* away from the data the variance comes back towards the prior's */
+    double far[2] = {2.5, -1.5}, mf, vf;
+    tunep_gp_model_predict(&m, far, 1, &mf, &vf);
+    ck_assert_double_gt(vf, 0.99);
+    ck_assert_double_lt(fabs(mf), 1e-2);
+
+    /* fitted on noiseless data, the model still interpolates and predicts between points */
+    tunep_gp_model_fit(&m, NULL, 2, 100);
+    ck_assert_double_lt(exp(m.theta[3]), 1e-3);
+    tunep_gp_model_condition(&m);
+    tunep_gp_model_predict(&m, m.x, 30, mu, var);
+    for (int i = 0; i < 30; i++)
+        ck_assert_msg(fabs(mu[i] - m.y[i]) < 1e-2 * fmax(1.0, fabs(m.y[i])), "%d: mu %g y %g", i,
+                      mu[i], m.y[i]);
+    gsl_rng *r = rng_new(99);
+    double worst = 0.0;
+    for (int k = 0; k < 200; k++) {
+        double x[2] = {0.2 + 0.6 * gsl_rng_uniform(r), 0.2 + 0.6 * gsl_rng_uniform(r)}, mx, vx;
+        tunep_gp_model_predict(&m, x, 1, &mx, &vx);
+        worst = fmax(worst, fabs(mx - smooth2(x)));
+    }
+    ck_assert_msg(worst < 0.1, "worst error %g inside the data", worst); /* range of f: ~2.5 */
+    gsl_rng_free(r);
+    tunep_gp_model_done(&m);
+}
+END_TEST
+
+START_TEST(test_model_gradient)
+{
+    struct tunep_gp_model m;
+    OK(tunep_gp_model_init(&m, 3, &err));
+    gsl_rng *r = rng_new(4);
+    OK(tunep_gp_model_reserve(&m, 25, &err));
+    for (int i = 0; i < 25; i++) {
+        for (int t = 0; t < 3; t++)
+            m.x[i * 3 + t] = gsl_rng_uniform(r);
+        m.y[i] = smooth2(m.x + i * 3) + 0.1 * m.x[i * 3 + 2] + 0.05 * gsl_rng_uniform(r);
+    }
+    m.n = 25;
+    gsl_rng_free(r);
+    double theta[5] = {log(0.4), log(0.2), log(0.9), log(0.7), log(1e-2)}, grad[5];
+    tunep_gp_model_lml(&m, theta, grad);
+    for (int k = 0; k < 5; k++) {
+        double h = 1e-5, tp[5], tm[5];
+        memcpy(tp, theta, sizeof tp);
+        memcpy(tm, theta, sizeof tm);
+        tp[k] += h;
+        tm[k] -= h;
+        double fd = (tunep_gp_model_lml(&m, tp, NULL) - tunep_gp_model_lml(&m, tm, NULL)) / (2 * h);
+        /* central differences: O(h^2) error, and ~1e-10 of cancellation in a likelihood ~30 */
+        ck_assert_msg(fabs(fd - grad[k]) < 1e-5 * fmax(1.0, fabs(fd)), "theta %d: %g vs %g", k,
+                      grad[k], fd);
+    }
+    tunep_gp_model_done(&m);
+}
+END_TEST
+
+START_TEST(test_model_ignored_dimension)
+{
+    struct tunep_gp_model m;
+    OK(tunep_gp_model_init(&m, 2, &err));
+    fill(&m, 40, 7, 1);
+    gsl_rng *r = rng_new(3);
+    tunep_gp_model_fit(&m, r, 4, 100);
+    gsl_rng_free(r);
+    double ls0 = exp(m.theta[0]), ls1 = exp(m.theta[1]);
+    /* f = sin(6 x0): x0 needs a length scale near 1/6 of a period; x1 none at all */
+    ck_assert_msg(ls1 > 10.0 * ls0, "length scales %g (used) and %g (ignored)", ls0, ls1);
+    ck_assert_double_lt(ls0, 1.0);
+    tunep_gp_model_done(&m);
+}
+END_TEST
+
+static int same(const struct tunep_value *a, const struct tunep_value *b)
+{
+    if (a->type != b->type)
+        return 0;
+    switch (a->type) {
+        case TUNEP_V_DOUBLE: return a->u.d == b->u.d;
+        case TUNEP_V_INT: return a->u.i == b->u.i;
+        case TUNEP_V_STRING: return strcmp(a->u.s, b->u.s) == 0;
+        case TUNEP_V_BOOL: return a->u.b == b->u.b;
+    }
+    return 0;
+}
+
+/* ---- the searcher --------------------------------------------------------- */
+
+/* Ask, start, tell: one sequential trial. Returns the suggested values in v. */
+static void run_trial(struct tunep_searcher *s, int64_t id, uint64_t seed, struct tunep_value *v)
+{
+    gsl_rng *r = rng_new(tunep_trial_seed(seed, id, TUNEP_RNG_SAMPLE));
+    OK(s->ops->suggest(s, id, r, v, &err));
+    gsl_rng_free(r);
+    ck_assert_int_eq(s->ops->on_start(s, id, v), TUNE_OK);
+}
+
+START_TEST(test_quadratic_1d)
+{
+    tune_space *sp;
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_uniform(sp, "x", -2.0, 3.0, &err));
+    double opt = 0.737;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct tunep_searcher *s;
+        OK(tunep_gp_new(sp, NULL, seed, &s, &err));
+        ck_assert_str_eq(s->ops->name, "gp");
+        double best_dist = HUGE_VAL;
+        for (int id = 0; id < 25; id++) {
+            struct tunep_value v[1];
+            run_trial(s, id, seed, v);
+            double x = v[0].u.d;
+            ck_assert(x >= -2.0 && x < 3.0);
+            best_dist = fmin(best_dist, fabs(x - opt));
+            ck_assert_int_eq(s->ops->on_complete(s, id, 1, 1.0, -(x - opt) * (x - opt)), TUNE_OK);
+        }
+        /* random search: P(25 draws miss a 0.04 window of 5) = 0.992^25 = 0.82 */
+        ck_assert_msg(best_dist < 0.02, "seed %d: closest %g", (int)seed, best_dist);
+        tunep_searcher_free(s);
+    }
+    tune_space_free(sp);
+}
+END_TEST
+
+/* Two searchers fed the same history suggest the same values, bit for bit. */
+START_TEST(test_reproducible)
+{
+    tune_space *sp;
+    static const char *const opts[] = {"adam", "sgd", "lamb"};
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_loguniform(sp, "lr", 1e-5, 1e-1, 10.0, &err));
+    OK(tune_space_add_randint(sp, "layers", 1, 9, &err));
+    OK(tune_space_add_choice_string(sp, "opt", opts, 3, &err));
+    OK(tune_space_add_uniform(sp, "dropout", 0.0, 0.5, &err));
+    struct tunep_searcher *a, *b, *c;
+    OK(tunep_gp_new(sp, NULL, 42, &a, &err));
+    OK(tunep_gp_new(sp, NULL, 42, &b, &err));
+    OK(tunep_gp_new(sp, NULL, 43, &c, &err));
+    int differ = 0;
+    for (int id = 0; id < 20; id++) {
+        struct tunep_value va[4], vb[4], vc[4];
+        run_trial(a, id, 42, va);
+        run_trial(b, id, 42, vb);
+        run_trial(c, id, 43, vc);
+        for (int k = 0; k < 4; k++)
+            ck_assert(same(&va[k], &vb[k]));
+        differ += va[0].u.d != vc[0].u.d;
+        double y = -fabs(log10(va[0].u.d) + 3.0) - 0.1 * (double)va[1].u.i +
+                   (strcmp(va[2].u.s, "sgd") == 0 ? 0.5 : 0.0) - va[3].u.d;
+        OK(a->ops->on_complete(a, id, 1, 1.0, y));
+        OK(b->ops->on_complete(b, id, 1, 1.0, y));
+        OK(c->ops->on_complete(c, id, 1, 1.0, y));
+    }
+    ck_assert_int_ge(differ, 15);
+    tunep_searcher_free(a);
+    tunep_searcher_free(b);
+    tunep_searcher_free(c);
+    tune_space_free(sp);
+}
+END_TEST
+
+/* The parameter rules of space.c's header, written out (as test_qmc.c's). */
+static int possible(const struct tunep_param *p, const struct tunep_value *v)
+{
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM:
+        case TUNEP_DIST_LOGUNIFORM:
+            return v->type == TUNEP_V_DOUBLE && v->u.d >= p->lo && v->u.d < p->hi;
+        case TUNEP_DIST_QUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM:
+            return v->type == TUNEP_V_DOUBLE && v->u.d >= p->lo && v->u.d <= p->hi &&
+                   v->u.d == nearbyint(v->u.d / p->q) * p->q;
+        case TUNEP_DIST_RANDN: return v->type == TUNEP_V_DOUBLE && isfinite(v->u.d);
+        case TUNEP_DIST_RANDINT:
+        case TUNEP_DIST_LOGRANDINT:
+            return v->type == TUNEP_V_INT && v->u.i >= p->ilo && v->u.i < p->ihi;
+        case TUNEP_DIST_QRANDINT:
+        case TUNEP_DIST_QLOGRANDINT:
+            return v->type == TUNEP_V_INT && v->u.i >= p->ilo && v->u.i <= p->ihi &&
+                   (v->u.i - p->ilo) % p->iq == 0;
+        case TUNEP_DIST_CHOICE:
+        case TUNEP_DIST_CONST:
+            /* the very value of the space: strings borrowed, not copied */
+            for (size_t k = 0; k < p->n_values; k++)
+                if (same(&p->values[k], v) &&
+                    (v->type != TUNEP_V_STRING || v->u.s == p->values[k].u.s))
+                    return 1;
+            return 0;
+        default: return 0;
+    }
+}
+
+/*
+ * A space of every kind, sequential trials with a score that depends on all
+ * of them, a few failed metrics (-inf) and errored trials: every suggestion
+ * is legal, and the model run beats its start-up phase.
+ */
+START_TEST(test_mixed_space_legal)
+{
+    static const double dv[] = {0.5, -2.0, 1e-3};
+    static const int64_t iv[] = {7, -3, 0};
+    static const char *const sv[] = {"adam", "sgd", "rmsprop"};
+    tune_space *sp;
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_quniform(sp, "qu", 0.0, 1.0, 0.1, &err));
+    OK(tune_space_add_qloguniform(sp, "qlu", 0.5, 64.0, 0.5, 2.0, &err));
+    OK(tune_space_add_randn(sp, "n", 1.0, 2.0, &err));
+    OK(tune_space_add_qrandint(sp, "qri", 0, 100, 20, &err));
+    OK(tune_space_add_lograndint(sp, "lri", 1, 1000, 10.0, &err));
+    OK(tune_space_add_qlograndint(sp, "qlri", 2, 512, 2, 2.0, &err));
+    OK(tune_space_add_choice_double(sp, "cd", dv, 3, &err));
+    OK(tune_space_add_choice_int(sp, "ci", iv, 3, &err));
+    OK(tune_space_add_choice_string(sp, "cs", sv, 3, &err));
+    OK(tune_space_add_const_string(sp, "k", "fixed", &err));
+    struct tunep_value bv[2] = {{TUNEP_V_BOOL, {.b = 1}}, {TUNEP_V_BOOL, {.b = 0}}};
+    char cb_name[] = "cb";
+    struct tunep_param bp = {
+        .name = cb_name, .dist = TUNEP_DIST_CHOICE, .n_values = 2, .values = bv};
+    OK(tunep_space_add(sp, &bp, &err));
+    struct tunep_searcher *s;
+    OK(tunep_gp_new(sp, NULL, 9, &s, &err));
+    double best_start = -HUGE_VAL, best_model = -HUGE_VAL;
+    for (int id = 0; id < 40; id++) {
+        struct tunep_value v[11];
+        run_trial(s, id, 9, v);
+        for (size_t i = 0; i < sp->n; i++)
+            ck_assert_msg(possible(&sp->params[i], &v[i]), "trial %d: '%s' is not legal", id,
+                          sp->params[i].name);
+        ck_assert_str_eq(v[9].u.s, "fixed");
+        if (id % 7 == 3) { /* an errored trial: forgotten */
+            OK(s->ops->on_complete(s, id, 0, 0.0, 0.0));
+            continue;
+        }
+        double y = -fabs(v[0].u.d - 0.3) - fabs(log2(v[1].u.d) - 3.0) - 0.1 * fabs(v[2].u.d) -
+                   fabs((double)v[3].u.i - 60.0) / 50.0 - fabs(log10((double)v[4].u.i) - 2.0) +
+                   (v[6].u.d == 1e-3) + (v[7].u.i == -3) + (strcmp(v[8].u.s, "sgd") == 0) +
+                   v[10].u.b;
+        if (id % 5 == 4)
+            y = -HUGE_VAL; /* a failed metric counts as the worst */
+        OK(s->ops->on_result(s, id, 1.0, y));
+        OK(s->ops->on_complete(s, id, 1, 1.0, y));
+        if (id < 10)
+            best_start = fmax(best_start, y);
+        else
+            best_model = fmax(best_model, y);
+    }
+    ck_assert_msg(best_model > best_start, "model %g, start-up %g", best_model, best_start);
+    tunep_searcher_free(s);
+    tune_space_free(sp);
+}
+END_TEST
+
+/*
+ * Eight workers ask at once after 15 finished trials. With the eight
+ * pending (on_start called), the suggestions spread out; asked the same
+ * without telling the searcher they started, they pile up at the optimum.
+ */
+static double closest_of_eight(int tell_start)
+{
+    tune_space *sp;
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_uniform(sp, "x", 0.0, 1.0, &err));
+    OK(tune_space_add_uniform(sp, "y", 0.0, 1.0, &err));
+    struct tunep_searcher *s;
+    OK(tunep_gp_new(sp, NULL, 3, &s, &err));
+    int id = 0;
+    for (; id < 15; id++) {
+        struct tunep_value v[2];
+        run_trial(s, id, 3, v);
+        double f = -((v[0].u.d - 0.6) * (v[0].u.d - 0.6) + (v[1].u.d - 0.4) * (v[1].u.d - 0.4));
+        OK(s->ops->on_complete(s, id, 1, 1.0, f));
+    }
+    double pts[8][2];
+    for (int k = 0; k < 8; k++, id++) {
+        struct tunep_value v[2];
+        gsl_rng *r = rng_new(tunep_trial_seed(3, id, TUNEP_RNG_SAMPLE));
+        OK(s->ops->suggest(s, id, r, v, &err));
+        gsl_rng_free(r);
+        if (tell_start)
+            OK(s->ops->on_start(s, id, v));
+        pts[k][0] = v[0].u.d;
+        pts[k][1] = v[1].u.d;
+    }
+    double closest = HUGE_VAL;
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < a; b++)
+            closest = fmin(closest, hypot(pts[a][0] - pts[b][0], pts[a][1] - pts[b][1]));
+    tunep_searcher_free(s);
+    tune_space_free(sp);
+    return closest;
+}
+
+START_TEST(test_pending_repel)
+{
+    double apart = closest_of_eight(1), together = closest_of_eight(0);
+    ck_assert_msg(apart > 0.05 && apart > 10.0 * together, "closest pair %g pending, %g not", apart,
+                  together);
+}
+END_TEST
+
+START_TEST(test_rejects)
+{
+    tune_space *sp;
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_uniform(sp, "x", 0.0, 1.0, &err));
+    static const double g[] = {0.1, 0.2};
+    OK(tune_space_add_grid_double(sp, "wd", g, 2, &err));
+    struct tunep_searcher *s = NULL;
+    ck_assert_int_eq(tunep_gp_new(sp, NULL, 1, &s, &err), TUNE_ECONFIG);
+    ck_assert_msg(strstr(err.text, "'wd'") && strstr(err.text, "'gp'"), "%s", err.text);
+    ck_assert_ptr_null(s);
+    tune_space_free(sp);
+
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_uniform(sp, "x", 0.0, 1.0, &err));
+    struct tunep_gp_config c;
+    tunep_gp_config_default(&c);
+    ck_assert_int_eq(c.n_startup_trials, 10);
+    ck_assert_int_eq(c.n_candidates, 2000);
+    c.n_candidates = 0;
+    ck_assert_int_eq(tunep_gp_new(sp, &c, 1, &s, &err), TUNE_ECONFIG);
+    ck_assert_msg(strstr(err.text, "n_candidates"), "%s", err.text);
+    tunep_gp_config_default(&c);
+    c.refit_every = 0;
+    ck_assert_int_eq(tunep_gp_new(sp, &c, 1, &s, &err), TUNE_ECONFIG);
+    tunep_gp_config_default(&c);
+    c.xi = -1.0;
+    ck_assert_int_eq(tunep_gp_new(sp, &c, 1, &s, &err), TUNE_ECONFIG);
+    tunep_gp_config_default(&c);
+    c.n_startup_trials = -1;
+    ck_assert_int_eq(tunep_gp_new(sp, &c, 1, &s, &err), TUNE_ECONFIG);
+
+    /* one-hot features beyond the model's limit */
+    static const char *many[300];
+    char names[300][8];
+    for (int i = 0; i < 300; i++) {
+        snprintf(names[i], sizeof names[i], "v%d", i);
+        many[i] = names[i];
+    }
+    OK(tune_space_add_choice_string(sp, "vocab", many, 300, &err));
+    ck_assert_int_eq(tunep_gp_new(sp, NULL, 1, &s, &err), TUNE_ECONFIG);
+    ck_assert_msg(strstr(err.text, "'vocab'"), "%s", err.text);
+    tune_space_free(sp);
+}
+END_TEST
+
+/* The start-up trials are the scrambled Sobol design: the Sobol searcher's points. */
+START_TEST(test_startup_is_sobol)
+{
+    tune_space *sp;
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_uniform(sp, "x", 0.0, 1.0, &err));
+    OK(tune_space_add_randint(sp, "k", 0, 50, &err));
+    struct tunep_searcher *g, *q;
+    OK(tunep_gp_new(sp, NULL, 17, &g, &err));
+    OK(tunep_sobol_new(sp, NULL, 17, &q, &err));
+    for (int id = 0; id < 10; id++) {
+        struct tunep_value vg[2], vq[2];
+        run_trial(g, id, 17, vg);
+        OK(q->ops->suggest(q, id, NULL, vq, &err));
+        ck_assert(same(&vg[0], &vq[0]) && same(&vg[1], &vq[1]));
+        OK(g->ops->on_complete(g, id, 1, 1.0, vg[0].u.d));
+    }
+    tunep_searcher_free(g);
+    tunep_searcher_free(q);
+    tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(test_alloc_failures)
+{
+    tune_space *sp;
+    static const char *const sv[] = {"a", "b"};
+    OK(tune_space_new(&sp, &err));
+    OK(tune_space_add_uniform(sp, "x", 0.0, 1.0, &err));
+    OK(tune_space_add_choice_string(sp, "c", sv, 2, &err));
+    struct tunep_gp_config c;
+    tunep_gp_config_default(&c);
+    c.n_startup_trials = 3;
+    c.n_candidates = 50;
+    int clean = 0;
+    for (long k = 0; k < 400 && !clean; k++) {
+        struct tunep_searcher *s = NULL;
+        tune_test_alloc_fail_after(k);
+        tune_status st = tunep_gp_new(sp, &c, 1, &s, &err);
+        /* 40 trials: the trial table grows past 32 */
+        for (int id = 0; id < 40 && st == TUNE_OK; id++) {
+            struct tunep_value v[2];
+            gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+            gsl_rng_set(r, (unsigned long)id);
+            st = s->ops->suggest(s, id, r, v, &err);
+            gsl_rng_free(r);
+            if (st == TUNE_OK)
+                st = s->ops->on_start(s, id, v);
+            if (st == TUNE_OK)
+                st = s->ops->on_complete(s, id, 1, 1.0, -fabs(v[0].u.d - 0.5));
+        }
+        int hit = tune_test_alloc_failed();
+        tune_test_alloc_reset();
+        ck_assert_int_eq(st, hit ? TUNE_ENOMEM : TUNE_OK);
+        clean = !hit;
+        tunep_searcher_free(s);
+    }
+    ck_assert_msg(clean, "allocations never stopped failing");
+    tune_space_free(sp);
+}
+END_TEST
+
+static Suite *gp_suite(void)
+{
+    Suite *s = suite_create("gp");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_model_interpolates);
+    tcase_add_test(tc, test_model_gradient);
+    tcase_add_test(tc, test_model_ignored_dimension);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("searcher");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_quadratic_1d);
+    tcase_add_test(tc, test_reproducible);
+    tcase_add_test(tc, test_mixed_space_legal);
+    tcase_add_test(tc, test_pending_repel);
+    tcase_add_test(tc, test_rejects);
+    tcase_add_test(tc, test_startup_is_sobol);
+    tcase_add_test(tc, test_alloc_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TUNE_CHECK_MAIN(gp_suite)

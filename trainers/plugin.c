@@ -1,0 +1,150 @@
+/*
+ * plugin.c - "type": "plugin": the objective is a tune_objective_fn in a
+ * shared library, loaded with dlopen() once per study.
+ *
+ *   "trainer": {"type": "plugin", "library": "./libobjective.so",
+ *               "symbol": "my_objective", "init_symbol": "my_init",
+ *               "fini_symbol": "my_fini", "data": {"any": "json"}}
+ *
+ * The library is loaded and its symbols looked up when the study is created,
+ * so `tune validate` and study creation report a missing library or symbol
+ * (TUNE_ECONFIG at the key, with dlerror()'s text) before anything runs or
+ * is written. The optional init function runs once before the first trial:
+ *   tune_status init(const char *data_json, void **ret_user_data, tune_error *err)
+ * gets "data" as compact JSON text (NULL when absent) and returns the
+ * user_data every call of the objective gets; the optional fini function
+ *   void fini(void *user_data)
+ * runs when the study is freed. Without init_symbol the objective's
+ * user_data is the data text itself (a const char *, or NULL).
+ * The plugin calls the public API (tune.h) of the program that loaded it:
+ * that program exports it (`tune` is linked with --export-dynamic; a C
+ * program links libtune.so, or libtune.a with -rdynamic). The library is
+ * opened RTLD_NOW, so an unresolved symbol is an error at load, not a crash
+ * in the middle of a sweep.
+ */
+#include "trainer.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tune/config.h"
+
+typedef tune_status (*plugin_init_fn)(const char *data_json, void **ret_user_data, tune_error *err);
+typedef void (*plugin_fini_fn)(void *user_data);
+
+struct tunep_plugin {
+    const struct tunep_plugin_config *cfg; /* borrowed from the study's config */
+    void *handle;
+    tune_objective_fn fn;
+    plugin_init_fn init; /* NULL: none */
+    plugin_fini_fn fini; /* NULL: none */
+    void *user_data;
+    int inited; /* init ran and succeeded: fini is owed */
+};
+
+/* ISO C has no conversion from void * to a function pointer; POSIX guarantees the bytes are one. */
+static void *lookup(void *handle, const char *name, void *fn_ptr, size_t fn_size)
+{
+    void *sym = dlsym(handle, name);
+    if (sym)
+        memcpy(fn_ptr, &sym, fn_size);
+    return sym;
+}
+
+/*
+ * dlerror()'s text without the library's name in front (the message names it
+ * already), plus a hint when the plugin needs the API its host did not export.
+ */
+static void load_error(const char *library, char *buf, size_t size)
+{
+    const char *why = dlerror(); /* thread-local in glibc */
+    if (!why)
+        why = "unknown error";
+    size_t n = strlen(library);
+    if (strncmp(why, library, n) == 0 && strncmp(why + n, ": ", 2) == 0)
+        why += n + 2;
+    snprintf(buf, size, "%s%s", why,
+             strstr(why, "undefined symbol: tune_")
+                 ? " (the program loading the plugin must export libtune's API: link it "
+                   "with -rdynamic or against libtune.so)"
+                 : "");
+}
+
+tune_status tunep_plugin_open(const struct tunep_plugin_config *cfg, const char *source,
+                              struct tunep_plugin **ret, tune_error *err)
+{
+    if (!source)
+        source = "<string>";
+    struct tunep_plugin *p = tunep_calloc(1, sizeof *p);
+    if (!p)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    p->cfg = cfg;
+    char why[400];
+    dlerror(); /* clear a stale message */
+    p->handle = dlopen(cfg->library, RTLD_NOW | RTLD_LOCAL);
+    if (!p->handle) {
+        load_error(cfg->library, why, sizeof why);
+        tunep_free(p);
+        return tunep_error_set_at(err, TUNE_ECONFIG, source, cfg->line[0], cfg->column[0],
+                                  "trainer.library: cannot load '%s': %s", cfg->library, why);
+    }
+    const char *const keys[3] = {"symbol", "init_symbol", "fini_symbol"};
+    const char *const names[3] = {cfg->symbol, cfg->init_symbol, cfg->fini_symbol};
+    void *const slots[3] = {&p->fn, &p->init, &p->fini};
+    const size_t sizes[3] = {sizeof p->fn, sizeof p->init, sizeof p->fini};
+    for (int i = 0; i < 3; i++) {
+        if (!names[i])
+            continue;
+        dlerror();
+        if (!lookup(p->handle, names[i], slots[i], sizes[i])) {
+            load_error(cfg->library, why, sizeof why);
+            tune_status st = tunep_error_set_at(
+                err, TUNE_ECONFIG, source, cfg->line[i + 1], cfg->column[i + 1],
+                "trainer.%s: '%s' is not in '%s' (%s)", keys[i], names[i], cfg->library, why);
+            tunep_plugin_free(p);
+            return st;
+        }
+    }
+    *ret = p;
+    return TUNE_OK;
+}
+
+tune_status tunep_plugin_prepare(struct tunep_plugin *p, tune_error *err)
+{
+    if (!p->init) {
+        p->user_data = (void *)p->cfg->data;
+        return TUNE_OK;
+    }
+    if (p->inited)
+        return TUNE_OK;
+    tune_error e = {0};
+    void *ud = NULL;
+    tune_status st = p->init(p->cfg->data, &ud, &e);
+    if (st != TUNE_OK) {
+        if (st < 0 || st >= TUNE_STATUS_COUNT)
+            st = TUNE_EFAILED;
+        return tunep_error_set(err, st, "trainer.init_symbol: '%s' failed: %s", p->cfg->init_symbol,
+                               e.text[0] ? e.text : tune_strerror(st));
+    }
+    p->user_data = ud;
+    p->inited = 1;
+    return TUNE_OK;
+}
+
+void tunep_plugin_free(struct tunep_plugin *p)
+{
+    if (!p)
+        return;
+    if (p->inited && p->fini)
+        p->fini(p->user_data);
+    if (p->handle)
+        dlclose(p->handle);
+    tunep_free(p);
+}
+
+tune_status tunep_plugin_objective(tune_trial *trial, void *user_data)
+{
+    struct tunep_plugin *p = user_data;
+    return p->fn(trial, p->user_data);
+}

@@ -1,0 +1,96 @@
+/*
+ * gpu_pool.h - which GPU a trial runs on, for resources_per_trial
+ * {"gpu": f}: trials that need a fraction f in (0, 1] of a GPU are packed
+ * onto the devices by each device's own free share.
+ *
+ * Each device is one whole GPU of TUNEP_GPU_UNITS units (Ray's fractional
+ * resource granularity, 1/10000); a trial takes round(f * TUNEP_GPU_UNITS)
+ * units of ONE device that has that many free, never units gathered across
+ * devices: two GPUs with 0.4 free each do not take a 0.6 trial (Ray Tune
+ * bug #5902 placed trials by the fraction free in total). Integer units make
+ * 0.1 x 10 or 0.25 x 4 fill a device exactly, where doubles would not.
+ * Before a start the chosen device's free memory is checked as well.
+ *
+ * Placement spreads: of the devices where the trial fits, the one with the
+ * most free units (then the lowest index), so that fewer trials than slots
+ * get a GPU each. The pool is thread-safe; device memory comes from
+ * cudaMemGetInfo or, for tests, from an injected function.
+ */
+#ifndef TUNE_GPU_POOL_H
+#define TUNE_GPU_POOL_H
+
+#include <stddef.h>
+
+#include "tune.h"
+
+#define TUNEP_GPU_UNITS       10000
+#define TUNEP_GPU_MAX_DEVICES 256
+/* Free device memory a trial needs when the caller cannot say: a CUDA
+ * context (~300-500 MiB on recent drivers), the cuBLAS workspace (32 MiB)
+ * and bert-tiny's arenas at batch 32 x 128 (~200 MiB) - an estimate, not a
+ * measurement. */
+#define TUNEP_GPU_DEFAULT_NEED ((size_t)1 << 30)
+
+struct tunep_gpu_pool;
+
+/* Free and total memory of `device` in bytes. */
+typedef tune_status (*tunep_gpu_mem_fn)(void *user, int device, size_t *ret_free, size_t *ret_total,
+                                        tune_error *err);
+
+struct tunep_gpu_pool_options {
+    int device_count;          /* devices to use (0 .. count-1); <= 0: all CUDA reports */
+    tunep_gpu_mem_fn mem_info; /* NULL: tunep_cuda_mem_info (cudaMemGetInfo) */
+    void *mem_user;            /* handed to mem_info */
+};
+
+/*
+ * Creates a pool over the devices. @return TUNE_OK, TUNE_EINVAL (more than
+ * TUNEP_GPU_MAX_DEVICES), TUNE_EDEVICE or TUNE_EUNSUPPORTED (no CUDA device,
+ * with the reason, when device_count <= 0), TUNE_ENOMEM; *ret_pool untouched
+ * on failure.
+ */
+tune_status tunep_gpu_pool_new(const struct tunep_gpu_pool_options *opt,
+                               struct tunep_gpu_pool **ret_pool, tune_error *err);
+/* NULL is a no-op. */
+void tunep_gpu_pool_free(struct tunep_gpu_pool *pool);
+
+int tunep_gpu_pool_device_count(const struct tunep_gpu_pool *pool);
+
+/* The units a fraction takes: round(f * TUNEP_GPU_UNITS), or 0 when f is
+ * not in (0, 1] (or rounds to 0). */
+int tunep_gpu_units(double fraction);
+
+/* How many trials of this fraction fit at once on an empty pool (the sum over
+ * devices of floor(UNITS / units)); 0 for an invalid fraction. A controller
+ * can cap its concurrency with it. */
+int tunep_gpu_pool_slots(const struct tunep_gpu_pool *pool, double fraction);
+
+/*
+ * Reserves `fraction` of one device for a trial that needs mem_bytes of
+ * free device memory (0: TUNEP_GPU_DEFAULT_NEED).
+ *  - TUNE_OK and *ret_device >= 0: reserved; release it with the same fraction.
+ *  - TUNE_OK and *ret_device == -1: nothing fits now (units or memory) while
+ *    some trial holds a device; retry after a release.
+ *  - TUNE_ENOMEM: the units fit but no such device has the memory, and no
+ *    trial holds any device, so waiting would not help. err names each
+ *    device's free memory and the need.
+ *  - TUNE_EINVAL: fraction not in (0, 1].
+ *  - TUNE_EDEVICE: the memory query failed.
+ * Devices whose units fit are tried in placement order; a memory shortfall
+ * on one moves on to the next. Memory that trials reserved but have not
+ * allocated yet is not visible to the check: two trials starting at the same
+ * moment can both pass it, and the one that then runs out of device memory
+ * fails (TUNE_ENOMEM, retried by the controller) while the others go on.
+ */
+tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction, size_t mem_bytes,
+                                   int *ret_device, tune_error *err);
+
+/* Gives back what tunep_gpu_pool_acquire reserved on device. A release
+ * without a matching acquire is ignored (units never go below 0). */
+void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double fraction);
+
+/* Units in use on device (0 for an invalid device), and trials holding it. */
+int tunep_gpu_pool_used(struct tunep_gpu_pool *pool, int device);
+int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device);
+
+#endif /* TUNE_GPU_POOL_H */
