@@ -33,6 +33,14 @@ def jsonl(raw, name):
     return rows
 
 
+def first_line(raw, name):
+    path = os.path.join(raw, name + ".txt")
+    if not os.path.exists(path):
+        return "?"
+    with open(path) as f:
+        return f.readline().strip() or "?"
+
+
 def tests_section(raw):
     out = ["\n## Tests\n\n| test | result |\n|---|---|\n"]
     path = os.path.join(raw, "tests.txt")
@@ -42,7 +50,9 @@ def tests_section(raw):
             continue
         res = ("skipped" if parts[1] == "skipped"
                else "stopped at its time limit, no error before" if parts[1] == "timed-out"
-               else "passed" if parts[1] == "0" else "FAILED (exit %s)" % parts[1])
+               else "passed" if parts[1] == "0"
+               else "SKIPPED, CUDA unusable: %s" % first_line(raw, parts[0]) if parts[1] == "77"
+               else "FAILED (exit %s)" % parts[1])
         out.append("| %s | %s |\n" % (parts[0], res))
     for name in ("test_cuda_kernels", "test_cuda_model"):
         path = os.path.join(raw, name + ".txt")

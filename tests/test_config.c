@@ -32,6 +32,10 @@ static const struct bad_case bad[] = {
      "search.gamma: expected a number > 0 and <= 1"},
     {"{\"search\": {\"algorithm\": \"gp\"}, \"param_space\": {\"a\": {\"grid_search\": [1, 2]}}}", 1, 26,
      "search.algorithm: search algorithm \"gp\" cannot search the grid_search axis 'a': use choice, or search \"random\" or \"grid\""},
+    {"{\"resources_per_trial\": {\"gpu\": 2}}", 1, 33,
+     "resources_per_trial.gpu: expected a number in [0, 1], got 2"},
+    {"{\"resources_per_trial\": {\"cpus\": 2}}", 1, 26,
+     "resources_per_trial.cpus: unknown key (did you mean 'cpu'?)"},
     {"{\"checkpoint_frequency\": -1}", 1, 26, "checkpoint_frequency: expected an integer in [0, 9223372036854775807], got -1"},
     {"{\"trainer\": {\"type\": \"bert2\"}}", 1, 22,
      "trainer.type: unknown trainer type (expected \"synthetic\", \"bert\", \"command\" or "

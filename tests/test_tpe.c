@@ -1,9 +1,9 @@
 /*
  * test_tpe.c - the TPE searcher (search/tpe.c).
  *
- * - Its Parzen estimators against Optuna 3.1's own (_ParzenEstimator) on a
- *   fixed history with a pending, a failed and a NaN trial: reference
- *   log-densities from tests/tools/gen_tpe_ref.py, to 1e-9.
+ * - Its Parzen estimators against Optuna 3.1's own (_ParzenEstimator, as it
+ *   is) on a fixed history with a pending, a failed and a NaN trial:
+ *   reference log-densities from tests/tools/gen_tpe_ref.py, to 1e-9.
  * - Behaviour with fixed seeds against random search on the same streams:
  *   a 1-D quadratic and a log-scale optimum (median distances of the last 20
  *   of 60 suggestions), a categorical with one clearly best choice.
@@ -101,13 +101,13 @@ static const struct {
     const char *name;
     double at, log_l, log_g;
 } ref[] = {
-    {"x", 0.05, -0.8060966016425035, 0.05243302650352921},
-    {"x", 0.2, 0.7144643821070815, -0.1919582572408276},
-    {"x", 0.3, 1.0689324776683122, -0.5495377522377132},
-    {"x", 0.45, 0.4916402422377999, 0.2365782220946917},
-    {"x", 0.62, -1.3628401732218263, 0.22940032882445127},
-    {"x", 0.77, -2.0546482622105247, 0.08951034646393152},
-    {"x", 0.93, -2.1308626798375596, -0.05634462728123402},
+    {"x", 0.05, -1.8692842494775894, -3.1064120272199727},
+    {"x", 0.2, -1.085670413461168, -2.9567699433754737},
+    {"x", 0.3, -0.827703019244939, -2.9751954343940636},
+    {"x", 0.45, -1.2130795841521498, -2.939988020519295},
+    {"x", 0.62, -1.942359439492515, -3.0067547062524973},
+    {"x", 0.77, -2.0726416334937645, -3.0555125630687456},
+    {"x", 0.93, -2.13090806757665, -3.1550195022788627},
     {"k", 1, -3.8267024424960954, -4.583540751512953},
     {"k", 4, -3.5833564130782207, -4.487733508157619},
     {"k", 13, -3.3804219445018635, -4.801489919409385},
@@ -118,20 +118,20 @@ static const struct {
     {"c", 0, -0.9315582040049435, -1.1485279917210067},
     {"c", 1, -0.9315582040049434, -1.1697118149175885},
     {"c", 2, -1.5505974124111668, -0.9876782588407882},
-    {"lr", 2e-05, -2.5629147059335984, -2.5348083015354597},
-    {"lr", 0.0001, -1.864157167083323, -1.9469280833220743},
-    {"lr", 0.001, -2.4854173207436228, -1.5940067657198336},
-    {"lr", 0.003, -2.905834250228067, -2.2605456392209105},
-    {"lr", 0.01, -2.5669865700165673, -2.3076979405545606},
-    {"lr", 0.05, -1.8291064721504422, -2.0317842040470406},
-    {"lr", 0.099, -1.8222034427396376, -3.6485520255610333},
-    {"h", 1, -4.03849405686284, -5.121995478628709},
-    {"h", 2, -4.701645225565777, -5.759633812765358},
-    {"h", 55, -6.203065354214237, -6.837138003434682},
-    {"h", 201, -6.510922504703488, -6.970762230397978},
-    {"h", 512, -7.170008352127849, -6.837583579464664},
-    {"h", 900, -7.900113187125222, -6.928600263525268},
-    {"h", 1024, -8.113562634286582, -7.368926676862081},
+    {"lr", 2e-05, -1.5831789449820115, -3.234938784419757},
+    {"lr", 0.0001, -1.1822372844360296, -2.9322447330444934},
+    {"lr", 0.001, -1.4533232522412618, -2.8246290505202483},
+    {"lr", 0.003, -1.5771258231792702, -3.139230312560878},
+    {"lr", 0.01, -1.4448861534289668, -3.1777172629944617},
+    {"lr", 0.05, -1.150947436204015, -2.9503286348024584},
+    {"lr", 0.099, -1.1854402500548264, -3.6160550945910206},
+    {"h", 1, -2.1148641856005135, -3.4733516969197105},
+    {"h", 2, -2.0677503728996145, -3.3981198347068142},
+    {"h", 55, -1.453716208101966, -2.9097011364476537},
+    {"h", 201, -0.9396739605682178, -2.7740497896125844},
+    {"h", 512, -0.7783200942051185, -2.2695345451588005},
+    {"h", 900, -0.9190112812211257, -1.9258258102816515},
+    {"h", 1024, -0.9836776456449607, -2.1737850439509137},
 };
 
 static tune_space *ref_space(void)
@@ -228,8 +228,9 @@ static double run_1d(enum objective f, struct tunep_searcher *s, const tune_spac
 
 /*
  * Random search's median |U - 0.3| for U ~ U(0, 1) is 0.25 (P(|U - 0.3| <= d) =
- * 2d for d <= 0.3). Over seeds 0..199 TPE's median of the last 20 was 0.053 to
- * 0.103 (95% below 0.089), multivariate 0.024 to 0.082; random's 0.11 to 0.46.
+ * 2d for d <= 0.3). Over seeds 0..199 TPE's median of the last 20 was 0.040 to
+ * 0.070, multivariate TPE's 0.045 to 0.117 (95% below 0.101); random's 0.11 to
+ * 0.46.
  */
 START_TEST(test_quadratic_moves_to_optimum)
 {
@@ -244,7 +245,7 @@ START_TEST(test_quadratic_moves_to_optimum)
         mv[k] = run_1d(QUADRATIC, m, sp, seed);
         rnd[k] = run_1d(QUADRATIC, NULL, sp, seed);
         ck_assert_msg(tpe[k] < 0.1, "seed %d: tpe median distance %g", k + 1, tpe[k]);
-        ck_assert_msg(mv[k] < 0.1, "seed %d: multivariate median distance %g", k + 1, mv[k]);
+        ck_assert_msg(mv[k] < 0.15, "seed %d: multivariate median distance %g", k + 1, mv[k]);
         tunep_searcher_free(s);
         tunep_searcher_free(m);
     }
@@ -257,8 +258,8 @@ END_TEST
 
 /*
  * loguniform(1e-5, 1e-1), optimum 1e-3: random search's median |log10 x + 3|
- * is 1.0 (log10 x uniform on [-5, -1]); TPE's over seeds 0..199 was 0.20 to
- * 0.36, so it concentrates in log space (in linear space 1e-3 is at 1% of the
+ * is 1.0 (log10 x uniform on [-5, -1]); TPE's over seeds 0..199 was 0.15 to
+ * 0.28, so it concentrates in log space (in linear space 1e-3 is at 1% of the
  * range, where a linear model would hardly look).
  */
 START_TEST(test_log_parameter_concentrates_in_log_space)
@@ -279,7 +280,7 @@ END_TEST
 
 /*
  * One of four choices scores 1, the others 0 (a float parameter adds a small
- * slope). Over seeds 0..199 TPE picked it in 76.7% or more of the 90 trials
+ * slope). Over seeds 0..199 TPE picked it in 75.6% or more of the 90 trials
  * after start-up, median 79% (Optuna 3.1's TPESampler, 60 trials, seeds
  * 0..29: 72% to 78%; the prior keeps exploring); random search: median 26%.
  */
@@ -305,8 +306,8 @@ START_TEST(test_categorical_picks_best_choice)
                 OK(s->ops->on_start(s, i, v));
                 OK(s->ops->on_complete(s, i, 1, 1.0, best - 0.1 * v[1].u.d));
             }
-            /* multivariate TPE draws both dimensions from one kernel: 71% or more, median 73% */
-            ck_assert_msg(hits > (mv ? 0.66 : 0.7) * 90, "mv %d seed %d: %d of 90", mv, (int)seed,
+            /* multivariate TPE draws both dimensions from one kernel: 61% or more, median 64% */
+            ck_assert_msg(hits > (mv ? 0.55 : 0.7) * 90, "mv %d seed %d: %d of 90", mv, (int)seed,
                           hits);
             tunep_searcher_free(s);
         }
@@ -504,12 +505,13 @@ END_TEST
 
 /*
  * 10 random trials complete (start-up), then 8 are suggested and started
- * while none of them finishes. With the liar each pending point joins the
- * "bad" set, so the next suggestion avoids it. Worst case: every suggestion
- * draws from the same stream; without the liar all 8 are then the same point.
- * Returns the smallest distance between two of the 8.
+ * while none of them finishes; with the liar each pending point joins the
+ * "above" set (Optuna's constant_liar). same_stream: every suggestion draws
+ * from trial 10's stream, the worst case (without the liar: one point 8
+ * times). Returns the 8 points' smallest gap and their standard deviation.
  */
-static double pending_spread(int liar, int same_stream)
+static void pending_spread(int liar, int same_stream, uint64_t seed, double *ret_gap,
+                           double *ret_sd)
 {
     tune_space *sp;
     OK(tune_space_new(&sp, &err));
@@ -517,43 +519,54 @@ static double pending_spread(int liar, int same_stream)
     struct tunep_searcher *s = tpe_new(sp, 0, liar);
     gsl_rng *r = rng_new();
     struct tunep_value v;
-    double x[8];
+    double x[8], mean = 0.0, var = 0.0;
     for (int i = 0; i < 10; i++) {
-        rng_trial(r, 5, i);
+        rng_trial(r, seed, i);
         OK(s->ops->suggest(s, i, r, &v, &err));
         OK(s->ops->on_start(s, i, &v));
         OK(s->ops->on_complete(s, i, 1, 1.0, -(v.u.d - 0.3) * (v.u.d - 0.3)));
     }
     for (int i = 10; i < 18; i++) {
-        rng_trial(r, 5, same_stream ? 10 : i);
+        rng_trial(r, seed, same_stream ? 10 : i);
         OK(s->ops->suggest(s, i, r, &v, &err));
         OK(s->ops->on_start(s, i, &v));
         x[i - 10] = v.u.d;
+        mean += v.u.d / 8.0;
     }
-    double dmin = (double)INFINITY;
-    for (int i = 0; i < 8; i++)
+    *ret_gap = (double)INFINITY;
+    for (int i = 0; i < 8; i++) {
+        var += (x[i] - mean) * (x[i] - mean) / 8.0;
         for (int j = 0; j < i; j++)
-            dmin = fmin(dmin, fabs(x[i] - x[j]));
+            *ret_gap = fmin(*ret_gap, fabs(x[i] - x[j]));
+    }
+    *ret_sd = sqrt(var);
     tunep_searcher_free(s);
     gsl_rng_free(r);
     tune_space_free(sp);
-    return dmin;
 }
 
+/*
+ * Over seeds 0..199, the 8 pending points' standard deviation was 0.134 or
+ * more (5% quantile; median 0.237) with the liar and had median 0.028
+ * without it (TPE draws them all near the current best); no two of the 8
+ * were equal, and their smallest gap had median 0.013 (0.001 without).
+ */
 START_TEST(test_constant_liar_spreads_pending)
 {
-    /* Without the liar the same stream gives the same point 8 times: the worst case. */
-    ck_assert_double_eq(pending_spread(0, 1), 0.0);
-    /*
-     * With it, each pending point gets a kernel in g of width >= range / 100 (the
-     * magic clip), so the next maximum of l/g moves off it: here the 8 points were at
-     * least 0.017 apart from one stream and 0.0064 from their own (0.0046 without the
-     * liar). TPE draws them near the good region, so they sit closer than 8 uniform
-     * points would (expected smallest gap 1/81); 1e-3 says distinct, not collapsed.
-     */
-    double d_same = pending_spread(1, 1), d_own = pending_spread(1, 0);
-    ck_assert_msg(d_same > 1e-3, "liar, same stream: smallest gap %g", d_same);
-    ck_assert_msg(d_own > 1e-3, "liar, own streams: smallest gap %g", d_own);
+    double gap, sd, sd_liar[5], sd_none[5];
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        pending_spread(1, 0, seed, &gap, &sd_liar[seed - 1]);
+        ck_assert_msg(gap > 5e-4 && sd_liar[seed - 1] > 0.1, "seed %d: gap %g sd %g", (int)seed,
+                      gap, sd_liar[seed - 1]);
+        pending_spread(0, 0, seed, &gap, &sd_none[seed - 1]);
+    }
+    double ml = median(sd_liar, 5), mn = median(sd_none, 5);
+    ck_assert_msg(ml > 3.0 * mn, "sd with the liar %g, without %g", ml, mn);
+    /* one stream for all 8: without the liar one point 8 times, with it a spread */
+    pending_spread(0, 1, 5, &gap, &sd);
+    ck_assert_msg(sd < 1e-12, "one stream, no liar: sd %g", sd);
+    pending_spread(1, 1, 5, &gap, &sd);
+    ck_assert_msg(sd > 0.1, "one stream, liar: sd %g", sd);
 }
 END_TEST
 

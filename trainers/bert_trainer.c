@@ -33,6 +33,7 @@
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
 #include "tune/config.h"
+#include "tune/gpu_pool.h"
 
 #define MAX_CACHED_LENGTHS 8
 
@@ -52,6 +53,11 @@ struct tunep_bert_trainer {
     tune_error load_err; /* a failed load is remembered: every trial reports it */
     int load_failed;
     int device_logged; /* "auto" said once why it runs on the CPU (under lock) */
+    /* Which GPU a trial takes (prepare()): pinned >= 0 under MPI (the rank's own
+     * GPU by its rank on the node), else the pool packs trials by
+     * resources_per_trial.gpu; neither when trials run on the CPU. */
+    struct tunep_gpu_pool *pool;
+    int pinned;
 };
 
 tune_status tunep_bert_trainer_new(const struct tunep_bert_trainer_config *cfg, int concurrency,
@@ -65,11 +71,14 @@ tune_status tunep_bert_trainer_new(const struct tunep_bert_trainer_config *cfg, 
         return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
     }
     t->cfg = cfg;
+    t->pinned = -1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1)
         cores = 1;
     /* Concurrent trials share the cores instead of oversubscribing them. */
-    t->threads = cfg->threads > 0 ? cfg->threads : (int)(cores / (concurrency > 0 ? concurrency : 1));
+    t->threads = cfg->threads > 0         ? cfg->threads
+                 : cfg->resources_cpu > 0 ? cfg->resources_cpu
+                                          : (int)(cores / (concurrency > 0 ? concurrency : 1));
     if (t->threads < 1)
         t->threads = 1;
     *ret = t;
@@ -85,6 +94,7 @@ void tunep_bert_trainer_free(struct tunep_bert_trainer *t)
         tunep_dataset_free(t->cache[i].dev);
     }
     tunep_tokenizer_free(t->tok);
+    tunep_gpu_pool_free(t->pool);
     pthread_mutex_destroy(&t->lock);
     tunep_free(t);
 }
@@ -161,8 +171,49 @@ tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error 
     if (st)
         return st;
     log_device_fallback(t, why);
+    if (cuda >= 0 && t->cfg->device.index < 0 && t->cfg->resources_gpu != 0 && !t->pool) {
+        /* Under MPI each rank on a node takes its own GPU; else trials are packed. */
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        if (!lr)
+            lr = getenv("SLURM_LOCALID");
+        struct tunep_gpu_pool_options opt = {0};
+        if ((st = tunep_gpu_pool_new(&opt, &t->pool, err)))
+            return st;
+        if (lr && getenv("TUNE_MPI_WORKER")) {
+            t->pinned = atoi(lr) % tunep_gpu_pool_device_count(t->pool);
+            tunep_gpu_pool_free(t->pool);
+            t->pool = NULL;
+        }
+    }
     struct cached_data *data;
     return get_data(t, t->cfg->max_seq_len, &data, err);
+}
+
+static double gpu_share(const struct tunep_bert_trainer_config *cfg)
+{
+    return cfg->resources_gpu > 0 ? cfg->resources_gpu : 1.0;
+}
+
+/*
+ * A share of a GPU from the pool for this trial (*ret_gpu = -1 when trials
+ * do not use the pool). When none is free now, the trial waits for one: the
+ * pool answers "wait" only while other trials hold GPUs, so a release comes.
+ */
+static tune_status take_gpu(struct tunep_bert_trainer *t, int *ret_gpu, tune_error *err)
+{
+    *ret_gpu = -1;
+    if (!t->pool)
+        return TUNE_OK;
+    for (;;) {
+        int dev = -1;
+        tune_status st = tunep_gpu_pool_acquire(t->pool, gpu_share(t->cfg), 0, &dev, err);
+        if (st || dev >= 0) {
+            *ret_gpu = dev;
+            return st;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* get_linear_schedule_with_warmup's multiplier for the update with index s (0-based). */
@@ -298,6 +349,7 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
     const struct tunep_bert_trainer_config *cfg = t->cfg;
     tune_error err = {0};
     struct tunep_backend *be = NULL;
+    int gpu = -1; /* the pool's GPU for this trial, released at the end */
     struct tunep_bert *m = NULL;
     size_t *order = NULL, *eval_order = NULL;
     float *logits = NULL;
@@ -372,8 +424,14 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
      * device fails the trial with the reason (prepare() already stopped a
      * whole run). The GPU pool's per-trial device will replace the -1. */
     char why[300] = "";
-    if ((st = tunep_device_open(&cfg->device, -1, t->threads, cfg->tf32, &be, why, sizeof why,
-                                &err)) ||
+    if ((st = take_gpu(t, &gpu, &err)))
+        goto fail;
+    /* resources_per_trial {"gpu": 0} keeps "auto" trials on the CPU, as in Ray. */
+    const struct tunep_device cpu_only = {TUNEP_DEVICE_CPU, -1};
+    const struct tunep_device *device =
+        cfg->resources_gpu == 0 && cfg->device.kind == TUNEP_DEVICE_AUTO ? &cpu_only : &cfg->device;
+    if ((st = tunep_device_open(device, gpu >= 0 ? gpu : t->pinned, t->threads, cfg->tf32, &be,
+                                why, sizeof why, &err)) ||
         (st = tunep_bert_new(&mc, B_max, (int)max_seq_len, be, &m, &err)) ||
         (st = tunep_bert_init_weights(m, seed, &err)) ||
         (cfg->checkpoint && (st = tunep_bert_load_hf(m, cfg->checkpoint, 0, &err))))
@@ -492,5 +550,7 @@ out:
     tunep_free(logits);
     tunep_bert_free(m);
     tunep_device_close(be);
+    if (gpu >= 0)
+        tunep_gpu_pool_release(t->pool, gpu, gpu_share(cfg));
     return st;
 }

@@ -746,6 +746,32 @@ static int valid_name(const char *s)
     return s[0] != '.';
 }
 
+/* Ray's resources_per_trial: {"cpu": n, "gpu": f}; used by the bert trainer. */
+static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                   const json_t *obj, struct tunep_config *c)
+{
+    static const char *const keys[] = {"cpu", "gpu"};
+    if (!json_is_object(obj))
+        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"cpu\": 2, \"gpu\": 0.25}");
+    tune_status st = check_keys(ctx, path, obj, keys, 2);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)obj, key, v) {
+        if (st)
+            break;
+        tunep_cfgpath_push_key(path, key);
+        if (strcmp(key, "cpu") == 0) {
+            int64_t n = 0;
+            st = want_int(ctx, path, v, 1, 4096, &n);
+            c->bert.resources_cpu = (int)n;
+        } else {
+            st = want_number(ctx, path, v, 0, 1, &c->bert.resources_gpu);
+        }
+        tunep_cfgpath_pop(path);
+    }
+    return st;
+}
+
 static long default_concurrency(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -758,7 +784,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     static const char *const known[] = {
         "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
         "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
-        "isolation", "trial_timeout_s", "checkpoint_frequency",
+        "isolation", "trial_timeout_s", "checkpoint_frequency", "resources_per_trial",
     };
     struct tunep_cfgpath path = {.depth = 0};
     if (!json_is_object(root))
@@ -807,6 +833,8 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                 c->isolation_process = 1;
             else
                 st = tunep_cfg_error(ctx, &path, 0, "expected \"thread\" or \"process\"");
+        } else if (strcmp(key, "resources_per_trial") == 0) {
+            st = parse_resources(ctx, &path, v, c);
         } else if (strcmp(key, "checkpoint_frequency") == 0) {
             st = want_int(ctx, &path, v, 0, INT64_MAX, &c->checkpoint_frequency);
         } else if (strcmp(key, "trial_timeout_s") == 0) {

@@ -47,7 +47,12 @@ struct tunep_bert_trainer_config {
     int64_t max_train_examples, max_eval_examples; /* 0: all */
     int max_seq_len;           /* 128 */
     int eval_batch_size;       /* 128 */
-    int threads;               /* per trial; 0: the cores divided among concurrent trials */
+    int threads;               /* per trial; 0: resources_per_trial.cpu, else the cores divided
+                                * among concurrent trials */
+    int resources_cpu;         /* resources_per_trial.cpu; 0: not given */
+    double resources_gpu;      /* resources_per_trial.gpu: the share of one GPU a trial takes;
+                                * 0: none (the CPU); -1: not given (a whole GPU when the
+                                * device is a GPU) */
     int lowercase;             /* 1 */
     struct tunep_device device; /* "device": cpu (the default), auto, cuda, cuda:N */
     int tf32;                  /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA; 0: fp32 */

@@ -415,6 +415,44 @@ tune_status TUNEP_RFN(tunep_bert_forward)(MODEL *m, const struct tunep_bert_batc
 /* Zeroes n elements of an activation gradient (see the invariant above). */
 #define ZERO(ptr, n) TRY(m->be->memzero(m->be->ctx, (ptr), (size_t)(n) * sizeof(real), err))
 
+/*
+ * Zeroes the gradient buffers of activations first..last (table order) of
+ * layer l in as few backend calls as the layout allows: rows whose buffer
+ * all layers share (grad column 2) lie end to end in table order, so a run
+ * of them is one memzero. Each memzero is a parallel region on the CPU, and
+ * a machine shared with other jobs makes every barrier cost: one call per
+ * group instead of one per buffer. Rows with a per-layer buffer get their
+ * own call for layer l.
+ */
+static tune_status zero_grads(MODEL *m, enum bert_act first, enum bert_act last, int l,
+                              tune_error *err)
+{
+    const struct tunep_bert_layout *lay = &m->layout;
+    size_t run_lo = 0, run_n = 0; /* the pending run of shared buffers, in elements */
+    for (int id = (int)first; id <= (int)last; id++) {
+        int grad = tunep_bert_act_info[id].grad;
+        size_t lo = lay->grad_offset[id], n = lay->act_size[id];
+        if (grad == 0)
+            continue;
+        if (grad == 2 && run_n > 0 && run_lo + run_n == lo) {
+            run_n += n;
+            continue;
+        }
+        if (run_n > 0)
+            ZERO(m->dacts_mem + run_lo, run_n);
+        run_n = 0;
+        if (grad == 2) {
+            run_lo = lo;
+            run_n = n;
+        } else {
+            ZERO(m->dacts_mem + lo + (tunep_bert_act_info[id].layered ? (size_t)l * n : 0), n);
+        }
+    }
+    if (run_n > 0)
+        ZERO(m->dacts_mem + run_lo, run_n);
+    return TUNE_OK;
+}
+
 tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
 {
     if (!m)
@@ -475,40 +513,27 @@ tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
         real *dl_out = DL(out_ln, OUT_LN, BTC);
 
         /* dl_out was zeroed before its first writer: the pooler for the
-         * last layer, the next layer's residual dropout_bwd otherwise. */
-        ZERO(dl_fcres, BTC);
+         * last layer, the next layer's residual dropout_bwd otherwise.
+         * The feed-forward block's gradients (att_ln .. fc_res): */
+        TRY(zero_grads(m, BERT_A_ATT_LN, BERT_A_FC_RES, l, err));
         KERNEL(m, err, layernorm_bwd, dl_fcres, g->out_ln_w + lc, g->out_ln_b + lc, dl_out, l_fcres,
                p->out_ln_w + lc, l_mean2, l_rstd2, BT, C);
-        ZERO(dl_fcproj, BTC);
-        ZERO(dl_ln1, BTC);
         KERNEL(m, err, dropout_bwd, dl_fcproj, dl_ln1, dl_fcres, BTC, ph, seed,
                drop_stream(BERT_A_FC_RES, l));
-        ZERO(dl_gelu, BTI);
         KERNEL(m, err, matmul_bwd, dl_gelu, g->fc_o_w + lci, g->fc_o_b + lc, dl_fcproj, l_gelu,
                p->fc_o_w + lci, BT, I, C);
-        ZERO(dl_fc, BTI);
         KERNEL(m, err, gelu_bwd, dl_fc, dl_gelu, l_fc, BTI);
         KERNEL(m, err, matmul_bwd, dl_ln1, g->fc_w + lci, g->fc_b + li, dl_fc, l_ln1, p->fc_w + lci,
                BT, C, I);
-        ZERO(dl_res, BTC);
+        /* the attention block's (q .. att_res) and the layer input's */
+        TRY(zero_grads(m, BERT_A_Q, BERT_A_ATT_RES, l, err));
+        ZERO(dx, BTC);
         KERNEL(m, err, layernorm_bwd, dl_res, g->att_ln_w + lc, g->att_ln_b + lc, dl_ln1, l_res,
                p->att_ln_w + lc, l_mean1, l_rstd1, BT, C);
-        ZERO(dl_proj, BTC);
-        ZERO(dx, BTC);
         KERNEL(m, err, dropout_bwd, dl_proj, dx, dl_res, BTC, ph, seed,
                drop_stream(BERT_A_ATT_RES, l));
-        ZERO(dl_ctx, BTC);
         KERNEL(m, err, matmul_bwd, dl_ctx, g->att_o_w + lcc, g->att_o_b + lc, dl_proj, l_ctx,
                p->att_o_w + lcc, BT, C, C);
-        /* The (B,NH,T,T) gradients are one layer's worth, shared by all
-         * layers (table column grad = 2). */
-        ZERO(d->preatt, NTT);
-        ZERO(d->att, NTT);
-        if (pa > 0.0)
-            ZERO(d->att_drop, NTT);
-        ZERO(dl_q, BTC);
-        ZERO(dl_k, BTC);
-        ZERO(dl_v, BTC);
         KERNEL(m, err, attention_bwd, dl_q, dl_k, dl_v, d->preatt, d->att, d->att_drop, dl_ctx, l_q,
                l_k, l_v, l_att, l_att_drop, mask, B, T, C, NH, pa, seed,
                drop_stream(BERT_A_ATT_DROP, l));
