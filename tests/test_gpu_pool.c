@@ -175,7 +175,7 @@ END_TEST
 START_TEST(bad_fractions_and_releases)
 {
     struct tunep_gpu_pool *p = make_pool(2, 40 * 1024 * MIB);
-    double bad[] = {0.0, -0.5, 1.5, 2.0, 1e-9, NAN, INFINITY};
+    double bad[] = {0.0, -0.5, 1.5, 2.0, 1e-9, (double)NAN, (double)INFINITY};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int dev = -99;
         tune_error err = {0};
