@@ -128,8 +128,7 @@ static tune_status want_bool(const struct tunep_cfgctx *ctx, struct tunep_cfgpat
     return TUNE_OK;
 }
 
-/* Levenshtein distance, for "did you mean" hints on unknown keys. */
-static size_t edit_distance(const char *a, const char *b)
+size_t tunep_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63)
@@ -159,7 +158,7 @@ tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tune
     struct tunep_buf list;
     tunep_buf_init(&list);
     for (size_t i = 0; i < n_known; i++) {
-        size_t d = edit_distance(key, known[i]);
+        size_t d = tunep_edit_distance(key, known[i]);
         if (d < best_d) {
             best_d = d;
             best = known[i];
@@ -555,7 +554,7 @@ static tune_status check_template(const struct tunep_cfgctx *ctx, struct tunep_c
     struct tunep_buf list;
     tunep_buf_init(&list);
     for (size_t i = 0; i < space->n; i++) {
-        size_t d = edit_distance(bad, space->params[i].name);
+        size_t d = tunep_edit_distance(bad, space->params[i].name);
         if (d < best_d) {
             best_d = d;
             best = space->params[i].name;
@@ -710,11 +709,11 @@ static tune_status parse_stop(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
                    strlen(key) > TUNEP_MAX_METRIC_NAME) {
             st = tunep_cfg_error(ctx, path, 1,
                                  "expected training_iteration, time_budget_s or a metric name");
-        } else if (edit_distance(key, "training_iteration") <= 2 ||
-                   edit_distance(key, "time_budget_s") <= 2) {
+        } else if (tunep_edit_distance(key, "training_iteration") <= 2 ||
+                   tunep_edit_distance(key, "time_budget_s") <= 2) {
             /* Any other name is a metric threshold, so a typo would never stop anything. */
             st = tunep_cfg_error(ctx, path, 1, "unknown stop key (did you mean '%s'?)",
-                                 edit_distance(key, "training_iteration") <= 2
+                                 tunep_edit_distance(key, "training_iteration") <= 2
                                      ? "training_iteration"
                                      : "time_budget_s");
         } else {

@@ -182,29 +182,6 @@ static int is_primitive(const char *key)
     return 0;
 }
 
-/* Levenshtein distance for the "did you mean" hint on mutated names. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 64;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t sub = prev + (a[i - 1] != b[j - 1]);
-            size_t del = row[j] + 1, ins = row[j - 1] + 1;
-            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
 /* "'lrr' is not a parameter of param_space (did you mean 'lr'?)" at the key. */
 static tune_status not_a_param(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                const char *key, const struct mwalk *w)
@@ -213,7 +190,7 @@ static tune_status not_a_param(const struct tunep_cfgctx *ctx, struct tunep_cfgp
     const char *best = NULL;
     size_t best_d = 3; /* only close matches, as for unknown keys */
     for (size_t i = 0; i < sp->n; i++) {
-        size_t d = edit_distance(w->name, sp->params[i].name);
+        size_t d = tunep_edit_distance(w->name, sp->params[i].name);
         if (d < best_d) {
             best_d = d;
             best = sp->params[i].name;

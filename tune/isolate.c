@@ -65,6 +65,21 @@ static int read_all(int fd, void *buf, size_t n)
 
 /* ---- the child's side ----------------------------------------------------- */
 
+void tunep_report_msg_put(struct tunep_buf *b, size_t n, const char *const *names,
+                          const double *values)
+{
+    uint32_t n32 = (uint32_t)n;
+    tunep_buf_append(b, "R", 1);
+    tunep_buf_append(b, (const char *)&n32, sizeof n32);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        uint16_t l16 = (uint16_t)(len > 65535 ? 65535 : len);
+        tunep_buf_append(b, (const char *)&l16, sizeof l16);
+        tunep_buf_append(b, names[i], l16);
+        tunep_buf_append(b, (const char *)&values[i], sizeof values[i]);
+    }
+}
+
 tune_status tunep_ipc_report(struct tune_trial *t, size_t n, const char *const *names,
                              const double *values)
 {
@@ -72,16 +87,7 @@ tune_status tunep_ipc_report(struct tune_trial *t, size_t n, const char *const *
         return TUNE_EINVAL;
     struct tunep_buf b;
     tunep_buf_init(&b);
-    uint32_t n32 = (uint32_t)n;
-    tunep_buf_append(&b, "R", 1);
-    tunep_buf_append(&b, (const char *)&n32, sizeof n32);
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(names[i]);
-        uint16_t l16 = (uint16_t)(len > 65535 ? 65535 : len);
-        tunep_buf_append(&b, (const char *)&l16, sizeof l16);
-        tunep_buf_append(&b, names[i], l16);
-        tunep_buf_append(&b, (const char *)&values[i], sizeof values[i]);
-    }
+    tunep_report_msg_put(&b, n, names, values);
     int32_t answer = TUNE_ESTORE;
     int ok = !b.oom && write_all(t->ipc_req, b.data, b.len) == 0 &&
              read_all(t->ipc_resp, &answer, sizeof answer) == 0;

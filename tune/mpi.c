@@ -213,16 +213,7 @@ tune_status tunep_mpi_report(struct tune_trial *t, size_t n, const char *const *
         return TUNE_EINVAL;
     struct tunep_buf b;
     tunep_buf_init(&b);
-    uint32_t n32 = (uint32_t)n;
-    tunep_buf_append(&b, "R", 1);
-    tunep_buf_append(&b, (const char *)&n32, sizeof n32);
-    for (size_t i = 0; i < n; i++) {
-        size_t len = strlen(names[i]);
-        uint16_t l16 = (uint16_t)(len > 65535 ? 65535 : len);
-        tunep_buf_append(&b, (const char *)&l16, sizeof l16);
-        tunep_buf_append(&b, names[i], l16);
-        tunep_buf_append(&b, (const char *)&values[i], sizeof values[i]);
-    }
+    tunep_report_msg_put(&b, n, names, values);
     int32_t answer = TUNE_ESTORE;
     int ok = send_buf(&b, 0, t->remote_tag) == 0 &&
              MPI_Recv(&answer, 1, MPI_INT32_T, 0, t->remote_tag, MPI_COMM_WORLD,

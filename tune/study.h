@@ -87,6 +87,10 @@ tune_status tunep_run_remote(struct tune_study *s, struct tune_trial *t, int slo
 tune_status tunep_mpi_report(struct tune_trial *t, size_t n, const char *const *names,
                              const double *values);
 void tunep_mpi_quit_workers(struct tune_study *s);
+/* A report as isolated children and MPI ranks send it (isolate.c):
+ * 'R' u32 n { u16 len, name bytes, f64 value } * n, native byte order. */
+void tunep_report_msg_put(struct tunep_buf *b, size_t n, const char *const *names,
+                          const double *values);
 /* In the child: sends a report to the controller and returns its answer. */
 tune_status tunep_ipc_report(struct tune_trial *t, size_t n, const char *const *names,
                              const double *values);
