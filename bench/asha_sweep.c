@@ -92,8 +92,8 @@ static int write_log(const struct sweep *sw, const char *path)
             const struct entry *e = &sw->log[id * sw->iterations + it - 1];
             if (e->answer == 0)
                 break;
-            fprintf(f, "%" PRId64 " %.17g %.17g %.0f %.0f %d %.17g %s\n", id, c[0], c[1], c[2], c[3],
-                    it, e->value, e->answer == 2 ? "stop" : "continue");
+            fprintf(f, "%" PRId64 " %.17g %.17g %.0f %.0f %d %.17g %s\n", id, c[0], c[1], c[2],
+                    c[3], it, e->value, e->answer == 2 ? "stop" : "continue");
         }
     }
     if (fclose(f) != 0) {
@@ -187,13 +187,14 @@ int main(int argc, char **argv)
         objective_s += sw.objective_ns[id] * 1e-9;
     }
     double run_s = t2 - t1;
-    printf("{\"bench\": \"tune\", \"part\": \"ray_sweep\", \"storage\": \"%s\", \"trials\": %" PRId64
-           ", \"iterations\": %d, \"concurrency\": %d, \"seed\": %lld, \"create_s\": %.6f,"
-           " \"wall_s\": %.6f, \"objective_s\": %.6f, \"reports\": %" PRId64 ","
-           " \"us_per_report\": %.4f, \"ended_at\": {",
-           strcmp(storage, ":memory:") == 0 ? "memory" : "sqlite", sw.trials, sw.iterations,
-           concurrency, seed, t1 - t0, run_s, objective_s, reports,
-           1e6 * (run_s - objective_s) / (double)reports);
+    printf(
+        "{\"bench\": \"tune\", \"part\": \"ray_sweep\", \"storage\": \"%s\", \"trials\": %" PRId64
+        ", \"iterations\": %d, \"concurrency\": %d, \"seed\": %lld, \"create_s\": %.6f,"
+        " \"wall_s\": %.6f, \"objective_s\": %.6f, \"reports\": %" PRId64 ","
+        " \"us_per_report\": %.4f, \"ended_at\": {",
+        strcmp(storage, ":memory:") == 0 ? "memory" : "sqlite", sw.trials, sw.iterations,
+        concurrency, seed, t1 - t0, run_s, objective_s, reports,
+        1e6 * (run_s - objective_s) / (double)reports);
     const char *sep = "";
     for (int it = 0; it <= sw.iterations; it++)
         if (ended_at[it]) {

@@ -8,8 +8,8 @@
 #      space and window), REPS runs of tune (default 3) and one of Optuna
 # Usage: bench/run_search.sh [BUILD_DIR] (default: build). Writes
 # bench/out/search-<time>.jsonl and prints bench/summarize_search.py's tables.
-# Takes ~15-25 min on 2 shared cores, nearly all of it Optuna's TPE; QUICK=1 (5 seeds,
-# 1 timing run) a few minutes. The timing lines also carry bench/run's "ms_per_suggest".
+# Takes ~12 min on 2 idle cores (an hour when they are busy), nearly all of it Optuna's
+# TPE; QUICK=1 (5 seeds, 1 timing run) a few minutes. The timing lines also carry bench/run's "ms_per_suggest".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

@@ -2,8 +2,9 @@
  * test_tpe.c - the TPE searcher (search/tpe.c).
  *
  * - Its Parzen estimators against Optuna 3.1's own (_ParzenEstimator, as it
- *   is) on a fixed history with a pending, a failed and a NaN trial:
- *   reference log-densities from tests/tools/gen_tpe_ref.py, to 1e-9.
+ *   is) on a fixed history with a pending, a failed and a NaN trial and
+ *   repeated values (numpy's argsort order among them): reference
+ *   log-densities from tests/tools/gen_tpe_ref.py, to 1e-9.
  * - Behaviour with fixed seeds against random search on the same streams:
  *   a 1-D quadratic and a log-scale optimum (median distances of the last 20
  *   of 60 suggestions), a categorical with one clearly best choice.
@@ -83,17 +84,23 @@ static double ref_trial(const tune_space *sp, int i, struct tunep_value *v)
     v[2] = sp->params[2].values[c];
     v[3] = (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = lr};
     v[4] = (struct tunep_value){.type = TUNEP_V_INT, .u.i = h};
+    v[5] = sp->params[5].values[0];
+    v[6] = (struct tunep_value){.type = TUNEP_V_INT, .u.i = (i * i + 3 * i) % 5};
+    v[7] = (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = ((i * 3) % 9) * 0.25};
     return -(x - 0.3) * (x - 0.3) - 0.001 * fabs((double)k - 20.0) - 0.01 * c;
 }
 
 static void ref_values(const tune_space *sp, double x, int64_t k, int c, double lr, int64_t h,
-                       struct tunep_value *v)
+                       int64_t t, double qf, struct tunep_value *v)
 {
     v[0] = (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = x};
     v[1] = (struct tunep_value){.type = TUNEP_V_INT, .u.i = k};
     v[2] = sp->params[2].values[c];
     v[3] = (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = lr};
     v[4] = (struct tunep_value){.type = TUNEP_V_INT, .u.i = h};
+    v[5] = sp->params[5].values[0];
+    v[6] = (struct tunep_value){.type = TUNEP_V_INT, .u.i = t};
+    v[7] = (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = qf};
 }
 
 /* /usr/bin/python3 tests/tools/gen_tpe_ref.py: gamma(61) = 7 */
@@ -132,6 +139,16 @@ static const struct {
     {"h", 512, -0.7783200942051185, -2.2695345451588005},
     {"h", 900, -0.9190112812211257, -1.9258258102816515},
     {"h", 1024, -0.9836776456449607, -2.1737850439509137},
+    {"t", 0, -1.8097797689517212, -0.9374819663576646},
+    {"t", 1, -2.300188071928827, -3.976940627666824},
+    {"t", 2, -1.7411660432860474, -3.579246818228178},
+    {"t", 3, -0.8969452325016096, -1.1333019882757003},
+    {"t", 4, -1.8777067278613373, -1.4280361416218486},
+    {"qf", 0.0, -1.636517292176152, -1.2968688773616028},
+    {"qf", 0.25, -1.8262916080845013, -4.434610333402679},
+    {"qf", 1.0, -2.0987687908032315, -3.5637608793855207},
+    {"qf", 1.75, -3.0311254891348494, -3.8873853666365985},
+    {"qf", 2.0, -3.3288137635338, -4.044084888998057},
 };
 
 static tune_space *ref_space(void)
@@ -144,6 +161,8 @@ static tune_space *ref_space(void)
     OK(tune_space_add_loguniform(sp, "lr", 1e-5, 1e-1, 10.0, &err));
     OK(tune_space_add_lograndint(sp, "h", 1, 1025, 2.0, &err));
     OK(tune_space_add_const_int(sp, "fixed", 7, &err));
+    OK(tune_space_add_randint(sp, "t", 0, 5, &err));             /* suggest_int(0, 4) */
+    OK(tune_space_add_quniform(sp, "qf", 0.0, 2.0, 0.25, &err)); /* step 0.25 */
     return sp;
 }
 
@@ -151,10 +170,9 @@ START_TEST(test_estimators_match_optuna)
 {
     tune_space *sp = ref_space();
     struct tunep_searcher *s = tpe_new(sp, 0, 1);
-    struct tunep_value v[6];
-    v[5] = sp->params[5].values[0];
+    struct tunep_value v[8];
     /* trial 61 ends in ERROR before 60 starts and 62 completes: arrival order is not id order */
-    ref_values(sp, 0.31, 20, 0, 1e-3, 60, v);
+    ref_values(sp, 0.31, 20, 0, 1e-3, 60, 1, 0.5, v);
     OK(s->ops->on_start(s, 61, v));
     OK(s->ops->on_complete(s, 61, 0, 0.0, 0.0));
     for (int i = 0; i < 60; i++) {
@@ -163,10 +181,10 @@ START_TEST(test_estimators_match_optuna)
         OK(s->ops->on_result(s, i, 1.0, score));
         OK(s->ops->on_complete(s, i, 1, 1.0, score));
     }
-    ref_values(sp, 0.7, 33, 2, 0.05, 700, v);
+    ref_values(sp, 0.7, 33, 2, 0.05, 700, 4, 2.0, v);
     OK(s->ops->on_start(s, 62, v));
     OK(s->ops->on_complete(s, 62, 1, 1.0, (double)NAN)); /* the worst score */
-    ref_values(sp, 0.301, 20, 0, 1e-3, 64, v);
+    ref_values(sp, 0.301, 20, 0, 1e-3, 64, 2, 1.0, v);
     OK(s->ops->on_start(s, 60, v)); /* still running: "above" under constant liar */
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
         long p = tunep_space_find(sp, ref[i].name);
@@ -174,7 +192,8 @@ START_TEST(test_estimators_match_optuna)
         if (sp->params[p].dist == TUNEP_DIST_CHOICE)
             at = sp->params[p].values[(size_t)ref[i].at];
         else if (sp->params[p].dist == TUNEP_DIST_UNIFORM ||
-                 sp->params[p].dist == TUNEP_DIST_LOGUNIFORM)
+                 sp->params[p].dist == TUNEP_DIST_LOGUNIFORM ||
+                 sp->params[p].dist == TUNEP_DIST_QUNIFORM)
             at = (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = ref[i].at};
         else
             at = (struct tunep_value){.type = TUNEP_V_INT, .u.i = (int64_t)ref[i].at};
