@@ -43,8 +43,12 @@ for r in rows:
 searchers = [s for s in ORDER if any(k[2] == s for k in reg)]
 cases = sorted({(k[0], k[1]) for k in reg}, key=lambda c: (["branin", "hartmann6", "curve"].index(c[0]), c[1]))
 if cases:
-    n_seeds = max(len(v) for v in reg.values())
-    print(f"### Median regret over {n_seeds} seeds (lower is better; curve: best possible "
+    counts = {s: min(len(v) for k, v in reg.items() if k[2] == s) for s in searchers}
+    if len(set(counts.values())) == 1:
+        over = f"{next(iter(counts.values()))} seeds"
+    else:
+        over = "the seeds (" + ", ".join(f"{LABEL[s]} {counts[s]}" for s in searchers) + ")"
+    print(f"### Median regret over {over} (lower is better; curve: best possible "
           "final value minus the best found)\n")
     print("| problem | evals | " + " | ".join(LABEL[s] for s in searchers) +
           " | TPE / Optuna TPE | goal: TPE <= Optuna TPE | Mann-Whitney p |")
