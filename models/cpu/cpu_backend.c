@@ -17,6 +17,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -116,17 +119,31 @@ enum tunep_cpu_isa tunep_cpu_isa_best(void)
     return TUNEP_CPU_ISA_GENERIC;
 }
 
+/* Blocks of at least HUGE_MIN bytes (the model's arenas: 100 MB to GBs) are
+ * aligned to 2 MiB and offered to the kernel for transparent huge pages
+ * (madvise; a hint, ignored where unsupported). With 4 KiB pages the TLB
+ * covers a few MB, and the GEMMs' packing and the attention kernels walk
+ * strided rows of arrays hundreds of MB long; most distributions only give
+ * huge pages to memory that asks (transparent_hugepage=madvise). */
+#define HUGE_ALIGN ((size_t)2 << 20)
+#define HUGE_MIN   ((size_t)8 << 20)
+
 static tune_status cpu_alloc(void *ctx, size_t size, void **ret_ptr, tune_error *err)
 {
     (void)ctx;
-    if (size > SIZE_MAX - CPU_ALIGN - sizeof(void *))
+    size_t align = size >= HUGE_MIN ? HUGE_ALIGN : CPU_ALIGN;
+    if (size > SIZE_MAX - align - sizeof(void *))
         return tunep_error_set(err, TUNE_ENOMEM, "cpu backend: %zu bytes is too large", size);
-    unsigned char *raw = tunep_malloc(size + CPU_ALIGN + sizeof(void *));
+    unsigned char *raw = tunep_malloc(size + align + sizeof(void *));
     if (!raw)
         return tunep_error_set(err, TUNE_ENOMEM, "cpu backend: out of memory allocating %zu bytes",
                                size);
-    uintptr_t p = ((uintptr_t)(raw + sizeof(void *)) + CPU_ALIGN - 1) & ~(uintptr_t)(CPU_ALIGN - 1);
+    uintptr_t p = ((uintptr_t)(raw + sizeof(void *)) + align - 1) & ~(uintptr_t)(align - 1);
     memcpy((unsigned char *)p - sizeof(void *), &raw, sizeof raw);
+#if defined(MADV_HUGEPAGE)
+    if (align == HUGE_ALIGN)
+        (void)madvise((void *)p, size & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE);
+#endif
     *ret_ptr = (void *)p;
     return TUNE_OK;
 }

@@ -4,17 +4,20 @@
  * double-precision path and as test oracle (llm.c matmul_forward_naive).
  *
  * Threading: OpenBLAS is kept at one thread and large GEMMs are cut into
- * row (or column) blocks, one single-threaded sgemm per block, the blocks
- * shared out to the OpenMP team. One pool then owns the cores: on the 2-core
- * reference machine an OpenMP pool next to OpenBLAS's own pthreads pool cost
- * PyTorch up to 1.8x (shared/bench/peers/README.md). It also keeps the
- * thread count a property of each backend instead of OpenBLAS's process-
- * wide setting. Up to 4 blocks per thread, handed out dynamically: on a
- * shared machine the OS deschedules one of the team now and then, and with
- * one static block per thread the others then wait at the barrier for its
- * whole half of the product; now they take over its remaining blocks. The
- * blocks are fixed by the shape and the thread count, and each is computed
- * whole by one sgemm, so the result does not depend on which thread runs it.
+ * `threads` row (or column) blocks, one single-threaded sgemm per OpenMP
+ * thread. One pool then owns the cores: on the 2-core reference machine an
+ * OpenMP pool next to OpenBLAS's own pthreads pool cost PyTorch up to 1.8x
+ * (shared/bench/peers/README.md). It also keeps the thread count a property
+ * of each backend instead of OpenBLAS's process-wide setting.
+ *
+ * One block per thread, not more: every block packs the whole other
+ * operand again, and on bert-small's shapes (2 threads, OpenBLAS 0.3.21
+ * Cooperlake kernels, AMD EPYC Zen 4, a one-off program with the operands
+ * out of cache) 8 dynamically scheduled blocks instead of 2 cost up to 17%
+ * (4096 x 512 x 2048: 153 against 184 GFLOP/s; a 512 x 512 x 4096 weight
+ * gradient: 97 against 155). More blocks would let a thread take over the
+ * share of one the OS deschedules on a busy machine, but the idle case is
+ * the one that counts here.
  */
 #include "models/cpu/cpu_matmul.h"
 
@@ -77,18 +80,11 @@ void tunep_cpu_gemm(int threads, int trans_a, int trans_b, int M, int N, int K, 
         sgemm1(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Cut the longer of M and N into blocks of at least BLOCK_MIN rows
-     * (each block packs the whole other operand again; at 128 rows that is
-     * under 1% of its work), at least one and at most 4 per thread, each a
-     * multiple of 16 so that every block runs whole micro-kernel panels. */
-    enum { BLOCK_MIN = 128, BLOCKS_PER_THREAD = 4 };
+    /* Cut the longer of M and N; blocks are multiples of 16 so that every
+     * thread runs whole micro-kernel panels. */
     int split_m = M >= N;
     int len = split_m ? M : N;
-    int nblk = len / BLOCK_MIN;
-    if (nblk > BLOCKS_PER_THREAD * threads)
-        nblk = BLOCKS_PER_THREAD * threads;
-    if (nblk < threads)
-        nblk = threads;
+    int nblk = threads;
     if (nblk > (len + 15) / 16)
         nblk = (len + 15) / 16;
     if (nblk <= 1) {
@@ -97,10 +93,7 @@ void tunep_cpu_gemm(int threads, int trans_a, int trans_b, int M, int N, int K, 
     }
     int per = (len + nblk - 1) / nblk;
     per = (per + 15) / 16 * 16;
-    nblk = (len + per - 1) / per;
-    int team = nblk < threads ? nblk : threads;
-    (void)team; /* unused without OpenMP */
-    CPU_PRAGMA(omp parallel for num_threads(team) schedule(dynamic, 1))
+    CPU_PRAGMA(omp parallel for num_threads(nblk) schedule(static))
     for (int blk = 0; blk < nblk; blk++) {
         int lo = blk * per;
         int hi = lo + per < len ? lo + per : len;

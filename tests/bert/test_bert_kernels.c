@@ -304,6 +304,25 @@ START_TEST(test_dropout_mask)
 }
 END_TEST
 
+START_TEST(test_backend_alloc)
+{
+    /* Small blocks are 64-byte aligned; arena-sized ones (>= 8 MiB) 2 MiB
+     * aligned for huge pages; both usable to their last byte and freed. */
+    const size_t sizes[] = {1, 1000, ((size_t)8 << 20) - 1, ((size_t)8 << 20) + 12345};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        void *p = NULL;
+        ck_assert_int_eq(be->alloc(be->ctx, sizes[i], &p, NULL), TUNE_OK);
+        size_t align = sizes[i] >= ((size_t)8 << 20) ? ((size_t)2 << 20) : 64;
+        ck_assert_uint_eq((uintptr_t)p % align, 0);
+        ck_assert_int_eq(be->memzero(be->ctx, p, sizes[i], NULL), TUNE_OK);
+        unsigned char *c = p;
+        ck_assert(c[0] == 0 && c[sizes[i] - 1] == 0);
+        c[sizes[i] - 1] = 7;
+        be->free(be->ctx, p);
+    }
+}
+END_TEST
+
 /* ---- finite-difference gradient checks (double) -------------------------- */
 
 struct ln_case {
@@ -1032,6 +1051,7 @@ static Suite *bert_kernels_suite(void)
     tcase_add_test(tc, test_adamw_values);
     tcase_add_loop_test(tc, test_grad_sumsq, 0, TUNEP_CPU_ISA_COUNT);
     tcase_add_loop_test(tc, test_dropout_mask, 0, TUNEP_CPU_ISA_COUNT);
+    tcase_add_test(tc, test_backend_alloc);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("gradcheck");
