@@ -4,6 +4,7 @@
  *
  *   search_bench quality --searcher NAME --problem P [--budgets 50,200] [--seeds 20] [--seed0 0]
  *   search_bench timing  --searcher NAME [--history 1000] [--window 20]
+ *   search_bench kernel  --searcher NAME --problem P [--draws 400] [--seed0 0] < HISTORY
  *
  * NAME: random (tunep_space_sample, as the study's random search), tpe,
  * tpe-mv (multivariate TPE), and sobol, lhs, gp when they are built.
@@ -20,6 +21,12 @@
  * lr log-uniform, act choice of 3, n integer 1..64); `history` trials of its
  * trivial objective, then the mean and median time of suggest() over the
  * last `window` of them (Optuna's window: trials 980..999).
+ * kernel: the searcher's next suggestion given a fixed history, `draws`
+ * times from independent streams, for bench/tpe_kernel.py to compare with
+ * Optuna's from the same history. HISTORY: one completed trial per line, its
+ * parameters in space order then the objective's value (curve: lr
+ * weight_decay batch_size warmup value). Prints one line per draw: the
+ * suggested parameters then the objective there.
  */
 #include <math.h>
 #include <stdio.h>
@@ -331,18 +338,77 @@ static void timing(const char *name, long history, long window)
     tune_space_free(space);
 }
 
+/* Reads the history on stdin into s (ids 0..n-1); returns n. */
+static long kernel_history(struct tunep_searcher *s, const tune_space *space, enum problem pb)
+{
+    size_t d = space->n;
+    struct tunep_value v[6];
+    double x[7];
+    long n = 0;
+    for (;;) {
+        size_t got = 0;
+        while (got < d + 1 && scanf("%lf", &x[got]) == 1)
+            got++;
+        if (got == 0)
+            break;
+        if (got != d + 1)
+            die("history: a line needs the parameters and the value", NULL);
+        for (size_t j = 0; j < d; j++) {
+            const struct tunep_param *p = &space->params[j];
+            int is_int = p->dist == TUNEP_DIST_RANDINT || p->dist == TUNEP_DIST_CHOICE;
+            v[j] = is_int ? (struct tunep_value){.type = TUNEP_V_INT, .u.i = (int64_t)x[j]}
+                          : (struct tunep_value){.type = TUNEP_V_DOUBLE, .u.d = x[j]};
+        }
+        /* scores are larger-is-better: curve as it is, the others negated */
+        double score = pb == P_CURVE ? x[d] : -x[d];
+        if (s->ops->on_start(s, n, v) || s->ops->on_complete(s, n, 1, 1.0, score))
+            die("history: the searcher refused a trial", NULL);
+        n++;
+    }
+    return n;
+}
+
+static void kernel(const char *name, enum problem pb, long draws, int seed0)
+{
+    tune_space *space = make_space(pb);
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    struct tunep_value v[6];
+    tune_error err;
+    struct tunep_searcher *s = make_searcher(name, space, (uint64_t)seed0, 0);
+    if (!s)
+        die("kernel: random search has no history to condition on", NULL);
+    long n = kernel_history(s, space, pb);
+    for (long k = 0; k < draws; k++) {
+        /* trial n drawn from `draws` independent streams; nothing is started */
+        gsl_rng_set(r, (unsigned long)tunep_trial_seed((uint64_t)seed0 + (uint64_t)k, n,
+                                                       TUNEP_RNG_SAMPLE));
+        if (s->ops->suggest(s, n, r, v, &err))
+            die("suggest", &err);
+        for (size_t j = 0; j < space->n; j++)
+            printf(v[j].type == TUNEP_V_INT ? "%.0f " : "%.17g ",
+                   v[j].type == TUNEP_V_INT ? (double)v[j].u.i : v[j].u.d);
+        double f = evaluate(pb, v);
+        printf("%.17g\n", pb == P_CURVE ? -f : f);
+    }
+    tunep_searcher_free(s);
+    gsl_rng_free(r);
+    tune_space_free(space);
+}
+
 static _Noreturn void usage(void)
 {
     fprintf(stderr, "usage: search_bench quality --searcher NAME --problem branin|hartmann6|curve "
                     "[--budgets 50,200] [--seeds 20] [--seed0 0]\n"
-                    "       search_bench timing --searcher NAME [--history 1000] [--window 20]\n");
+                    "       search_bench timing --searcher NAME [--history 1000] [--window 20]\n"
+                    "       search_bench kernel --searcher NAME --problem P [--draws 400] "
+                    "[--seed0 0] < HISTORY\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     const char *name = "tpe", *problem = "branin";
-    long budgets[8] = {50, 200}, history = 1000, window = 20;
+    long budgets[8] = {50, 200}, history = 1000, window = 20, draws = 400;
     int n_budgets = 2, seeds = 20, seed0 = 0;
     if (argc < 2)
         usage();
@@ -372,6 +438,8 @@ int main(int argc, char **argv)
             history = atol(val);
         } else if (strcmp(a, "--window") == 0) {
             window = atol(val);
+        } else if (strcmp(a, "--draws") == 0) {
+            draws = atol(val);
         } else {
             usage();
         }
@@ -382,7 +450,7 @@ int main(int argc, char **argv)
         timing(name, history, window);
         return 0;
     }
-    if (strcmp(argv[1], "quality") != 0)
+    if (strcmp(argv[1], "quality") != 0 && strcmp(argv[1], "kernel") != 0)
         usage();
     enum problem pb;
     if (strcmp(problem, "branin") == 0)
@@ -393,6 +461,12 @@ int main(int argc, char **argv)
         pb = P_CURVE;
     else
         usage();
+    if (strcmp(argv[1], "kernel") == 0) {
+        if (draws < 1)
+            usage();
+        kernel(name, pb, draws, seed0);
+        return 0;
+    }
     quality(name, pb, budgets, n_budgets, seeds, seed0);
     return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Summarise bench/run_search.sh's JSON lines as Markdown: median regret per
 (problem, budget, searcher) over the seeds, tune's TPE against Optuna's (with a
-Mann-Whitney U test: with 20 seeds, two equivalent searchers' medians differ
-by chance), and the time per suggestion with 1,000 finished trials against
+Mann-Whitney U test and a bootstrap 95% interval of the ratio of medians:
+with 20 seeds, two equivalent searchers' medians differ by chance), and the time per suggestion with 1,000 finished trials against
 Optuna's.
 
 Usage: summarize_search.py FILE.jsonl [MORE.jsonl ...] (lines of all files pooled)
@@ -17,6 +17,23 @@ try:
     from scipy.stats import mannwhitneyu
 except ImportError:  # the table then goes without p-values
     mannwhitneyu = None
+
+
+def ratio_interval(a, b, reps=2000):
+    """Bootstrap 95% interval of median(a) / median(b), resampling each set (fixed seed)."""
+    import random
+    rnd = random.Random(12345)
+    rs = []
+    for _ in range(reps):
+        mb = statistics.median(rnd.choices(b, k=len(b)))
+        if mb > 0:
+            rs.append(statistics.median(rnd.choices(a, k=len(a))) / mb)
+    rs.sort()
+    if len(rs) < 40:
+        return "-"
+    return f"{rs[int(0.025 * len(rs))]:.2f}-{rs[int(0.975 * len(rs)) - 1]:.2f}"
+
+
 ORDER = ["random", "sobol", "lhs", "tpe", "tpe-mv", "gp",
          "optuna-random", "optuna-tpe", "optuna-tpe-mv"]
 LABEL = {"random": "random", "sobol": "Sobol", "lhs": "LHS", "tpe": "TPE", "tpe-mv": "TPE mv",
@@ -51,22 +68,24 @@ if cases:
     print(f"### Median regret over {over} (lower is better; curve: best possible "
           "final value minus the best found)\n")
     print("| problem | evals | " + " | ".join(LABEL[s] for s in searchers) +
-          " | TPE / Optuna TPE | goal: TPE <= Optuna TPE | Mann-Whitney p |")
-    print("|---|---|" + "---|" * len(searchers) + "---|---|---|")
+          " | TPE / Optuna TPE | 95% interval | goal: TPE <= Optuna TPE | Mann-Whitney p |")
+    print("|---|---|" + "---|" * len(searchers) + "---|---|---|---|")
     for prob, budget in cases:
         med = {s: statistics.median(reg[(prob, budget, s)]) for s in searchers
                if (prob, budget, s) in reg}
         cells = [fmt(med[s]) if s in med else "-" for s in searchers]
-        ratio, goal, p = "-", "-", "-"
+        ratio, ci, goal, p = "-", "-", "-", "-"
         if "tpe" in med and "optuna-tpe" in med and med["optuna-tpe"] > 0:
             ratio = f"{med['tpe'] / med['optuna-tpe']:.2f}"
+            ci = ratio_interval(reg[(prob, budget, 'tpe')], reg[(prob, budget, 'optuna-tpe')])
             goal = "met" if med["tpe"] <= med["optuna-tpe"] else "NOT met"
             if mannwhitneyu:
                 p = f"{mannwhitneyu(reg[(prob, budget, 'tpe')], reg[(prob, budget, 'optuna-tpe')], alternative='two-sided').pvalue:.2f}"
-        print(f"| {prob} | {budget} | " + " | ".join(cells) + f" | {ratio} | {goal} | {p} |")
+        print(f"| {prob} | {budget} | " + " | ".join(cells) + f" | {ratio} | {ci} | {goal} | {p} |")
     if mannwhitneyu:
         print("\np: two-sided Mann-Whitney U test of tune's TPE regrets against Optuna's TPE "
-              "regrets; a large p says the two cannot be told apart at this number of seeds.")
+              "regrets; a large p says the two cannot be told apart at this number of seeds. "
+              "95% interval: bootstrap interval of the ratio of medians (each set resampled).")
     print("\nQuartiles (q1 - q3) of the regret:\n")
     print("| problem | evals | " + " | ".join(LABEL[s] for s in searchers) + " |")
     print("|---|---|" + "---|" * len(searchers))

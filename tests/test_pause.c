@@ -29,6 +29,7 @@ struct event {
     int loaded;        /* this attempt started from a checkpoint */
     int wanted;        /* tune_trial_checkpoint_wanted() after the report */
     tune_status answer;
+    double x; /* the trial's parameter */
 };
 
 struct log {
@@ -79,7 +80,7 @@ static tune_status obj_counter(tune_trial *t, void *ud)
         step++;
         tune_status ans = tune_trial_report_metric(t, "score", x * (double)step);
         struct event e = {tune_trial_id(t), tune_trial_attempt(t), tune_trial_iteration(t), step,
-                          loaded, tune_trial_checkpoint_wanted(t), ans};
+                          loaded, tune_trial_checkpoint_wanted(t), ans, x};
         log_event(lg, &e);
         if (lg->save && (ans == TUNE_OK || ans == TUNE_ESTOP) && tune_trial_checkpoint_wanted(t))
             ck_assert_int_eq(tune_trial_save_checkpoint(t, &step, sizeof step, NULL), TUNE_OK);
@@ -484,6 +485,77 @@ START_TEST(hyperband_resume_keeps_paused)
 }
 END_TEST
 
+/* x of every trial that reported in lg into xs (NAN: none). */
+static void trial_xs(const struct log *lg, double *xs, int n)
+{
+    for (int i = 0; i < lg->n; i++)
+        if (lg->ev[i].trial < n)
+            xs[lg->ev[i].trial] = lg->ev[i].x;
+}
+
+/*
+ * A resumed sweep gives its searcher the stored history as it saw it live:
+ * run one trial at a time, a sweep interrupted while trials are paused and
+ * then resumed suggests the same configurations as the same sweep run
+ * without a break. BOHB models the largest budget with enough results, so it
+ * must get every stored report, not only final scores.
+ */
+#define RESUME_FMT \
+    "{\"metric\": \"score\", \"num_samples\": 40, \"seed\": 6," \
+    " \"max_concurrent_trials\": 1, \"param_space\": {\"x\": {\"uniform\": [1, 2]}," \
+    " \"y\": {\"uniform\": [0, 1]}}, \"search\": {\"algorithm\": \"%s\"}," \
+    " \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 9," \
+    " \"reduction_factor\": 3}, \"storage\": \"%s\"}"
+
+START_TEST(resume_searcher_same_as_unbroken)
+{
+    static const char *const algos[] = {"bohb", "tpe", "gp"};
+    const char *algo = algos[_i];
+    enum { N = 40 };
+    double whole[N], parts[N];
+    for (int i = 0; i < N; i++)
+        whole[i] = parts[i] = (double)NAN;
+    char json[1024];
+    char *dir = tune_test_mkdtemp();
+    snprintf(json, sizeof json, RESUME_FMT, algo, dir);
+    struct log *lg = log_new();
+    lg->iters = 9;
+    tune_study *s = study_from(json, lg);
+    run_ok(s);
+    trial_xs(lg, whole, N);
+    tune_study_free(s);
+    log_free(lg);
+    tune_test_rmtree(dir);
+    free(dir);
+
+    dir = tune_test_mkdtemp();
+    snprintf(json, sizeof json, RESUME_FMT, algo, dir);
+    lg = log_new();
+    lg->iters = 9;
+    lg->stop_study_at = 60; /* past the first models, inside HyperBand's second bracket */
+    s = study_from(json, lg);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_EINTERRUPTED);
+    trial_xs(lg, parts, N);
+    tune_study_free(s);
+    log_free(lg);
+    lg = log_new();
+    lg->iters = 9;
+    ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
+    lg->study = s;
+    run_ok(s);
+    trial_xs(lg, parts, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(whole[i] == parts[i], "%s, trial %d: x = %.17g without a break, %.17g resumed",
+                      algo, i, whole[i], parts[i]);
+    tune_study_free(s);
+    log_free(lg);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /*
  * PBT: trials in the bottom quarter restart from a top trial's checkpoint;
  * their own iteration count goes on while their state jumps to the donor's.
@@ -543,6 +615,7 @@ static Suite *pause_suite(void)
     tcase_add_test(tp, promotion_asha_fast_forward);
     tcase_add_test(tp, pbt_exploits_from_checkpoints);
     tcase_add_test(tp, hyperband_resume_keeps_paused);
+    tcase_add_loop_test(tp, resume_searcher_same_as_unbroken, 0, 3);
     suite_add_tcase(s, tp);
     return s;
 }

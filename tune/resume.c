@@ -144,8 +144,19 @@ static int by_time(const void *a, const void *b)
     return x->trial < y->trial ? -1 : x->trial > y->trial;
 }
 
-/* Rebuilds the scheduler's state from the stored reports. */
-static tune_status replay_scheduler(struct tune_study *s, tune_error *err)
+static int by_trial_then_time(const void *a, const void *b)
+{
+    const struct event *x = a, *y = b;
+    if (x->trial != y->trial)
+        return x->trial < y->trial ? -1 : 1;
+    return x->when < y->when ? -1 : x->when > y->when;
+}
+
+/*
+ * Rebuilds the scheduler's state from the stored reports (last attempts),
+ * which it leaves in *ev sorted by trial, then time, for feed_searcher.
+ */
+static tune_status replay_scheduler(struct tune_study *s, struct events *ret_ev, tune_error *err)
 {
     struct events ev = {s, NULL, 0, 0};
     tune_status st = tunep_store_foreach_last_attempt_report(s->store, collect_report, &ev, err);
@@ -194,17 +205,35 @@ static tune_status replay_scheduler(struct tune_study *s, tune_error *err)
     }
     gsl_rng_free(r);
     tunep_free(added);
-    tunep_free(ev.v);
-    return st ? tunep_error_set(err, st, "out of memory replaying the scheduler") : TUNE_OK;
+    if (st) {
+        tunep_free(ev.v);
+        return tunep_error_set(err, st, "out of memory replaying the scheduler");
+    }
+    if (ev.n > 1)
+        qsort(ev.v, ev.n, sizeof *ev.v, by_trial_then_time);
+    *ret_ev = ev;
+    return TUNE_OK;
 }
 
-/* A stored trial as the searcher would have seen it: started, and finished with its score. */
-static tune_status feed_searcher(struct tune_study *s, const struct tunep_trial_rec *rec)
+/*
+ * A stored trial as the searcher would have seen it: started, its reports of
+ * the last attempt in order (BOHB models every budget; *cursor walks ev,
+ * sorted by trial, past this trial's events), and finished with its score.
+ */
+static tune_status feed_searcher(struct tune_study *s, const struct tunep_trial_rec *rec,
+                                 const struct events *ev, size_t *cursor)
 {
     const struct tunep_searcher_ops *ops = s->searcher->ops;
     tune_status st = ops->on_start(s->searcher, rec->id, rec->values);
     if (st)
         return st;
+    while (*cursor < ev->n && ev->v[*cursor].trial < rec->id)
+        (*cursor)++;
+    for (; *cursor < ev->n && ev->v[*cursor].trial == rec->id; (*cursor)++) {
+        const struct event *e = &ev->v[*cursor];
+        if (e->has_t && (st = ops->on_result(s->searcher, rec->id, e->t, e->score)))
+            return st;
+    }
     if (rec->status == TUNE_TRIAL_TERMINATED || rec->status == TUNE_TRIAL_STOPPED) {
         double score = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last
                            ? s->sign * rec->last[s->main_metric]
@@ -234,6 +263,8 @@ static tune_status push_retry(struct tune_study *s, int64_t id)
 
 tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err)
 {
+    struct events ev = {s, NULL, 0, 0}; /* stored reports, for the searcher */
+    size_t cursor = 0;
     tune_status st = tunep_store_open(db, 0, &s->store, err);
     if (st)
         return st;
@@ -266,7 +297,7 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
             tunep_error_set(err, st, "out of memory loading trials");
         goto out;
     }
-    if ((st = replay_scheduler(s, err)))
+    if ((st = replay_scheduler(s, &ev, err)))
         goto out;
 
     /*
@@ -306,7 +337,7 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
             }
         }
         tunep_checkpoint_probe(s, rec);
-        if (s->searcher && (st = feed_searcher(s, rec))) {
+        if (s->searcher && (st = feed_searcher(s, rec, &ev, &cursor))) {
             tunep_error_set(err, st, "out of memory giving trial %lld to the searcher",
                             (long long)i);
             break;
@@ -334,6 +365,7 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
         tunep_log(TUNE_LOG_INFO, "resuming %s: %lld trials stored, %lld to run again",
                   s->cfg.storage, (long long)s->n_trials, (long long)s->n_retry);
 out:
+    tunep_free(ev.v);
     tunep_store_experiment_done(&row);
     return st;
 }
