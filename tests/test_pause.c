@@ -130,6 +130,18 @@ static void run_ok(tune_study *s)
     ck_assert_msg(st == TUNE_OK, "run failed: %s", err.text);
 }
 
+/* Resumes the study in dir with obj_counter logging into lg and runs it to its end. */
+static tune_study *resume_run(const char *dir, struct log *lg)
+{
+    tune_study *s = NULL;
+    tune_error err;
+    ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
+    lg->study = s;
+    run_ok(s);
+    return s;
+}
+
 /* Stored reports of one trial, in (attempt, iteration) order, for row-by-row checks. */
 struct stored {
     int64_t trial;
@@ -276,10 +288,7 @@ START_TEST(resume_continues_from_checkpoint)
 
     lg = log_new();
     s = NULL;
-    ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
-    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
-    lg->study = s;
-    run_ok(s);
+    s = resume_run(dir, lg);
     /* Trial 0 goes on from step 6 in attempt 2: 7..10; trial 1 runs from scratch. */
     int seen0 = 0;
     for (int i = 0; i < lg->n; i++) {
@@ -333,10 +342,7 @@ START_TEST(corrupt_checkpoint_is_an_error)
     tune_study_free(s);
     /* The probe refuses it: the trial starts over (no has_ckpt), nothing crashes. */
     lg = log_new();
-    ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
-    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
-    lg->study = s;
-    run_ok(s);
+    s = resume_run(dir, lg);
     ck_assert_int_eq(lg->n, 10);
     ck_assert_int_eq(lg->ev[0].loaded, 0);
     tune_study_free(s);
@@ -460,10 +466,7 @@ START_TEST(hyperband_resume_keeps_paused)
 
     lg = log_new();
     lg->iters = 9;
-    ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
-    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
-    lg->study = s;
-    run_ok(s);
+    s = resume_run(dir, lg);
     tune_study_counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_PAUSED], 0);
     ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED], 17);
@@ -541,10 +544,7 @@ START_TEST(resume_searcher_same_as_unbroken)
     log_free(lg);
     lg = log_new();
     lg->iters = 9;
-    ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
-    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
-    lg->study = s;
-    run_ok(s);
+    s = resume_run(dir, lg);
     trial_xs(lg, parts, N);
     for (int i = 0; i < N; i++)
         ck_assert_msg(whole[i] == parts[i], "%s, trial %d: x = %.17g without a break, %.17g resumed",
