@@ -19,7 +19,7 @@ with the SGEMM's median (the better shape's median over runs), and the
 fastest step's with the fastest SGEMM repetition (the peak); the goal is met
 when both reach 80%. The headline also shows the mixed ratio, median step
 over the fastest SGEMM repetition: it is lower by the SGEMM's own spread
-(on the shared 2-core reference VM its best runs 6-13% above its median), so
+(on the shared 2-core reference VM its best runs 4-13% above its median), so
 it measures that noise as much as the step's efficiency.
 "other CPU" is how many cores' worth of CPU other processes (and the
 hypervisor, as steal) used while the run timed: near 0 on an idle machine;
