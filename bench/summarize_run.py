@@ -133,6 +133,14 @@ def bert_rows(bert):
             if z in ("tiny", "mini") and pb:
                 met = pb[0] / tb[0] >= 1 / sb.GOAL_RATIO
                 goal = f"≥ {1 / sb.GOAL_RATIO:.0f}x: {'met' if met else 'NOT met'}"
+            elif z == "small":
+                setting = tb[1].split(",")[0]
+                fr = sb.peak_fractions(data[setting], data[setting]["steps"][(z, "tune")])
+                ok = sb.peak_goal_met(fr)
+                if ok is not None:
+                    goal = (f"≥ {sb.GOAL_PEAK:.0%} of SGEMM peak: {'met' if ok else 'NOT met'} "
+                            f"({fr[0]:.0%} median ÷ median, {fr[1]:.0%} fastest ÷ fastest; "
+                            f"median ÷ fastest {fr[2]:.0%})")
             out.append((f"BERT fine-tuning step, bert-{z}, batch 32 × 128, 2 threads "
                         "(best setting of each)", f"{tb[0]:.0f} ms ({tb[1]})",
                         f"PyTorch: {f(pb and pb[0])} ms ({pb[1] if pb else '-'})",
