@@ -134,12 +134,11 @@ def collect(rows, busy_max):
         by_shape = {}
         for r in d["sgemm"]:
             by_shape.setdefault(r["shape"], []).append(r)
-        d["sgemm"] = [r for v in by_shape.values() for r in quiet(v, busy_max)]
+        by_shape = {k: quiet(v, busy_max) for k, v in by_shape.items()}
+        d["sgemm"] = [r for v in by_shape.values() for r in v]
         d["peak"] = max((r["gflops_best"] for r in d["sgemm"]), default=None)
-        by_shape = {}
-        for r in d["sgemm"]:
-            by_shape.setdefault(r["shape"], []).append(r["gflops_median"])
-        d["peak_median"] = max((med(v) for v in by_shape.values()), default=None)
+        d["peak_median"] = max((med_of(v, "gflops_median") for v in by_shape.values()),
+                               default=None)
         d["busy_max"] = busy_max
     return out
 

@@ -125,7 +125,7 @@ def bert_rows(bert):
                     continue
                 mark = ", disturbed" if sb.disturbed(rs, d["busy_max"]) else ""
                 if eng == "tune" and (tb is None or v < tb[0]):
-                    tb = (v, s + mark)
+                    tb = (v, s + mark, s)
                 elif eng != "tune" and (pb is None or v < pb[0]):
                     pb = (v, f"{s}, {sb.TORCH_ENVS.get(eng[6:], eng[6:])}{mark}")
         if tb:
@@ -134,8 +134,8 @@ def bert_rows(bert):
                 met = pb[0] / tb[0] >= 1 / sb.GOAL_RATIO
                 goal = f"≥ {1 / sb.GOAL_RATIO:.0f}x: {'met' if met else 'NOT met'}"
             elif z == "small":
-                setting = tb[1].split(",")[0]
-                fr = sb.peak_fractions(data[setting], data[setting]["steps"][(z, "tune")])
+                d = data[tb[2]]
+                fr = sb.peak_fractions(d, d["steps"][(z, "tune")])
                 ok = sb.peak_goal_met(fr)
                 if ok is not None:
                     goal = (f"≥ {sb.GOAL_PEAK:.0%} of SGEMM peak: {'met' if ok else 'NOT met'} "

@@ -2,12 +2,13 @@
 """Summarise bench/run_search.sh's JSON lines as Markdown: median regret per
 (problem, budget, searcher) over the seeds, tune's TPE against Optuna's (with a
 Mann-Whitney U test and a bootstrap 95% interval of the ratio of medians:
-with 20 seeds, two equivalent searchers' medians differ by chance), and the time per suggestion with 1,000 finished trials against
-Optuna's.
+with 20 seeds, two equivalent searchers' medians differ by chance), and the
+time per suggestion with 1,000 finished trials against Optuna's.
 
 Usage: summarize_search.py FILE.jsonl [MORE.jsonl ...] (lines of all files pooled)
 """
 import json
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -21,7 +22,6 @@ except ImportError:  # the table then goes without p-values
 
 def ratio_interval(a, b, reps=2000):
     """Bootstrap 95% interval of median(a) / median(b), resampling each set (fixed seed)."""
-    import random
     rnd = random.Random(12345)
     rs = []
     for _ in range(reps):

@@ -80,7 +80,7 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
     return TUNE_OK;
 }
 
-/* One stored report, for replaying the scheduler. */
+/* One stored report, for replaying the scheduler and the searcher. */
 struct event {
     double when;
     int64_t trial;
@@ -116,6 +116,7 @@ static tune_status collect_report(void *ud, int64_t trial_id, int attempt, int64
     e->when = r->start_wall + time_total_s;
     e->trial = trial_id;
     e->score = -HUGE_VAL;
+    e->t = 0.0; /* compared when sorting, even where has_t stays 0 */
     const char *attr = tunep_scheduler_time_attr(s->sched);
     e->has_t = 1;
     if (strcmp(attr, "training_iteration") == 0) {
@@ -149,7 +150,9 @@ static int by_trial_then_time(const void *a, const void *b)
     const struct event *x = a, *y = b;
     if (x->trial != y->trial)
         return x->trial < y->trial ? -1 : 1;
-    return x->when < y->when ? -1 : x->when > y->when;
+    if (x->when != y->when)
+        return x->when < y->when ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t; /* reports within one clock tick */
 }
 
 /*
