@@ -83,7 +83,7 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
 /* One stored report, for replaying the scheduler and the searcher. */
 struct event {
     double when;
-    int64_t trial;
+    int64_t trial, iteration;
     int has_t;
     double t, score;
 };
@@ -115,8 +115,9 @@ static tune_status collect_report(void *ud, int64_t trial_id, int attempt, int64
     const struct tunep_trial_rec *r = s->trials[trial_id];
     e->when = r->start_wall + time_total_s;
     e->trial = trial_id;
+    e->iteration = iteration;
     e->score = -HUGE_VAL;
-    e->t = 0.0; /* compared when sorting, even where has_t stays 0 */
+    e->t = 0.0; /* defined even where has_t stays 0 */
     const char *attr = tunep_scheduler_time_attr(s->sched);
     e->has_t = 1;
     if (strcmp(attr, "training_iteration") == 0) {
@@ -137,12 +138,21 @@ static tune_status collect_report(void *ud, int64_t trial_id, int attempt, int64
     return TUNE_OK;
 }
 
+/* One trial's reports within one clock tick (qsort is not stable): in the
+ * order they were made. */
+static int by_iteration(const struct event *x, const struct event *y)
+{
+    return x->iteration < y->iteration ? -1 : x->iteration > y->iteration;
+}
+
 static int by_time(const void *a, const void *b)
 {
     const struct event *x = a, *y = b;
     if (x->when != y->when)
         return x->when < y->when ? -1 : 1;
-    return x->trial < y->trial ? -1 : x->trial > y->trial;
+    if (x->trial != y->trial)
+        return x->trial < y->trial ? -1 : 1;
+    return by_iteration(x, y);
 }
 
 static int by_trial_then_time(const void *a, const void *b)
@@ -152,7 +162,7 @@ static int by_trial_then_time(const void *a, const void *b)
         return x->trial < y->trial ? -1 : 1;
     if (x->when != y->when)
         return x->when < y->when ? -1 : 1;
-    return x->t < y->t ? -1 : x->t > y->t; /* reports within one clock tick */
+    return by_iteration(x, y);
 }
 
 /*
