@@ -35,7 +35,7 @@
 #include <time.h>
 
 #include "tune.h"
-#include "internal.h"
+#include "base/base.h"
 #include "models/bert/bert.h"
 #include "models/cuda/cuda_backend.h"
 

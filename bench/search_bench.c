@@ -36,8 +36,8 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "internal.h"
-#include "rng.h"
+#include "base/base.h"
+#include "base/rng.h"
 #include "search/searcher.h"
 #include "search/space.h"
 
@@ -196,21 +196,17 @@ static struct tunep_searcher *make_searcher(const char *name, const tune_space *
         c.multivariate = strcmp(name, "tpe-mv") == 0;
         st = tunep_tpe_new(space, &c, seed, &s, &err);
     }
-#ifdef TUNE_BENCH_HAVE_GP
     else if (strcmp(name, "gp") == 0) {
         struct tunep_gp_config c;
         tunep_gp_config_default(&c);
         st = tunep_gp_new(space, &c, seed, &s, &err);
     }
-#endif
-#ifdef TUNE_BENCH_HAVE_QMC
     else if (strcmp(name, "sobol") == 0 || strcmp(name, "lhs") == 0) {
         struct tunep_qmc_config c;
         tunep_qmc_config_default(&c);
         st = name[0] == 's' ? tunep_sobol_new(space, &c, seed, &s, &err)
                             : tunep_lhs_new(space, &c, seed, budget, &s, &err);
     }
-#endif
     else {
         fprintf(stderr, "search_bench: searcher '%s' is not built in\n", name);
         exit(2);

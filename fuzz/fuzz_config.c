@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c - libFuzzer harness for the study config: the input is a
- * JSON document given to tune_study_new_from_json() (tune/config.c,
+ * JSON document given to tune_study_new_from_json() (config/config.c,
  * config_space.c, config_scheduler.c, config_pos.c for error positions).
  *
  * Beyond "no crash, no sanitizer report, no leak", it checks what the
@@ -19,11 +19,11 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "config.h"
-#include "rng.h"
+#include "config/config.h"
+#include "base/rng.h"
 #include "schedulers/scheduler.h"
 #include "search/space.h"
-#include "study.h"
+#include "engine/study.h"
 
 /* ---- an edge-case uniform generator -------------------------------------- */
 

@@ -14,7 +14,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "search/space.h"
 
 enum tunep_decision {

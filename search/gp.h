@@ -16,7 +16,7 @@
 #include <gsl/gsl_multimin.h>
 #include <gsl/gsl_rng.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 /*
  * The hyperparameter box, for inputs in the unit cube and standardised

@@ -9,7 +9,7 @@
 
 #include <gsl/gsl_qrng.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 /* GSL's Sobol tables stop at 40 dimensions and 2^30 - 1 points. */
 #define TUNEP_SOBOL_MAX_DIMS   40

@@ -30,7 +30,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "search/space.h"
 
 struct tunep_searcher;

@@ -15,7 +15,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 /* Limits on what a config may ask for (STYLE 8.3.9). */
 #define TUNEP_SPACE_MAX_PARAMS  1024

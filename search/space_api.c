@@ -5,7 +5,7 @@
  * holds every rule (space.c). Bound errors are prefixed with the quoted name
  * ("'lr': loguniform needs 0 < low < high"); name errors (empty, too long,
  * duplicate) already name it. A failed call leaves the space unchanged.
- * tune_space_add_json() lives in tune/config_space.c, next to jansson.
+ * tune_space_add_json() lives in config/config_space.c, next to jansson.
  */
 #include "space.h"
 

@@ -15,7 +15,7 @@
 
 #include "schedulers/asha.h"
 #include "schedulers/scheduler.h"
-#include "tune/config_scheduler.h"
+#include "config/config_scheduler.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 

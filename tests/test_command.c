@@ -25,8 +25,8 @@
 #include "check_util.h"
 #include "trainers/trainer.h"
 #include "tune.h"
-#include "tune/internal.h"
-#include "tune/trial_dir.h"
+#include "base/base.h"
+#include "engine/trial_dir.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "schedulers/scheduler.h"
-#include "tune/config.h"
-#include "tune/config_scheduler.h"
+#include "config/config.h"
+#include "config/config_scheduler.h"
 
 /* Parses the "scheduler" value of text alone (no param_space). */
 static tune_status parse(const char *text, struct tunep_scheduler_config *out, tune_error *err)

@@ -20,7 +20,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "check_util.h"
-#include "rng.h"
+#include "base/rng.h"
 #include "search/gp.h"
 #include "search/searcher.h"
 #include "search/space.h"

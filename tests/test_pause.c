@@ -17,7 +17,7 @@
 
 #include "check_util.h"
 #include "tune.h"
-#include "tune/store.h"
+#include "store/store.h"
 
 #define MAX_EVENTS 20000
 

@@ -18,7 +18,7 @@
 
 #include "schedulers/pbt.h"
 #include "schedulers/scheduler.h"
-#include "tune/rng.h"
+#include "base/rng.h"
 
 /* ---- a study space and its mutations ---------------------------------------------------- */
 

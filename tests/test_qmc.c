@@ -21,7 +21,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "check_util.h"
-#include "rng.h"
+#include "base/rng.h"
 #include "search/qmc.h"
 #include "search/searcher.h"
 #include "search/space.h"

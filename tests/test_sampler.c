@@ -13,7 +13,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "check_util.h"
-#include "rng.h"
+#include "base/rng.h"
 #include "search/space.h"
 
 static tune_space *sp;

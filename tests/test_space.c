@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "check_util.h"
-#include "config_space.h"
+#include "config/config_space.h"
 #include "search/space.h"
 
 /* ---- helpers -------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /*
- * test_store.c - the SQLite store (tune/store.c) and CSV export (tune/export_csv.c).
+ * test_store.c - the SQLite store (store/store.c) and CSV export (store/export_csv.c).
  *
  * Round trips of every parameter kind and of awkward metric values and names,
  * refusal to create twice, ENOTFOUND, transaction visibility between two
@@ -16,7 +16,7 @@
 #include <sqlite3.h>
 #include <sys/wait.h>
 
-#include "tune/store.h"
+#include "store/store.h"
 
 /* ---- fixtures ------------------------------------------------------------- */
 

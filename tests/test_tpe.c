@@ -22,7 +22,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "check_util.h"
-#include "rng.h"
+#include "base/rng.h"
 #include "search/searcher.h"
 #include "search/space.h"
 #include "search/tpe.h"

@@ -29,11 +29,11 @@
 #include "models/bert/bert.h"
 #include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
-#include "models/cuda/device.h"
+#include "models/device/device.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
-#include "tune/config.h"
-#include "tune/gpu_pool.h"
+#include "config/config.h"
+#include "models/device/gpu_pool.h"
 
 #define MAX_CACHED_LENGTHS 8
 

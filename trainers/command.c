@@ -59,8 +59,8 @@
 #include <sys/prctl.h>
 #endif
 
-#include "tune/config.h"
-#include "tune/study.h"
+#include "config/config.h"
+#include "engine/study.h"
 
 #define REPORT_PREFIX "tune-report"
 /* Longer report lines fail the attempt; longer log lines are logged in pieces. */

@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tune/config.h"
+#include "config/config.h"
 
 typedef tune_status (*plugin_init_fn)(const char *data_json, void **ret_user_data, tune_error *err);
 typedef void (*plugin_fini_fn)(void *user_data);

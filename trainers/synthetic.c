@@ -34,8 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tune/config.h"
-#include "tune/rng.h"
+#include "config/config.h"
+#include "base/rng.h"
 
 /* The plateau and the rate of the curve for these hyperparameters. */
 static void curve_shape(double lr, double weight_decay, double batch_size, double warmup,

@@ -26,7 +26,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "models/bert/bert_rng.h"
 
 #ifndef TUNE_REAL

@@ -8,7 +8,7 @@
  * and saved with no change here. Every load validates the whole file against
  * the model before the first tensor is copied, so a failed load leaves the
  * model as it was. config.json is parsed with jansson: this file, like
- * tune/config.c, is a config loader, and keeps json_t to itself.
+ * config/config.c, is a config loader, and keeps json_t to itself.
  * References: Hugging Face transformers BertConfig and
  * BertPreTrainedModel._load_pretrained_model (key renames gamma/beta,
  * base_model_prefix "bert", ignored unexpected keys); safetensors.h.
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "models/bert/safetensors.h"
 
 /* The shared prefix of per-layer names in the table, "bert.encoder.layer.%d.". */

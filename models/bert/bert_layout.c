@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 /* clang-format off */
 #define BERT_PARAM_INFO_ROW(id, fld, shape, lay, dec, ini, hf)                                     \

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 /* ---- dtypes and little-endian access ------------------------------------- */
 

@@ -24,7 +24,7 @@
 #include <cpuid.h>
 #endif
 
-#include "internal.h"
+#include "base/base.h"
 #include "models/cpu/cpu_matmul.h"
 
 #define CPU_ALIGN 64

@@ -7,7 +7,7 @@
  */
 #include "models/cuda/cuda_backend.h"
 
-#include "internal.h"
+#include "base/base.h"
 #include "models/bert/backend.h"
 
 static const struct tunep_kernels cuda_kernels = {

@@ -22,7 +22,7 @@
 #include "models/cuda/cuda_common.cuh"
 
 extern "C" {
-#include "internal.h"
+#include "base/base.h"
 }
 
 /* __FILE__ from the models/ folder on ("../models/cuda/x.cu" -> "models/cuda/x.cu"). */

@@ -6,7 +6,7 @@
  */
 #include "models/cuda/cuda_backend.h"
 
-#include "internal.h"
+#include "base/base.h"
 
 #define NO_CUDA "this build has no CUDA backend (configure with -Dcuda=enabled)"
 

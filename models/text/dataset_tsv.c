@@ -16,7 +16,7 @@
 
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 struct row {
     size_t off;     /* first id in the pool */

@@ -36,7 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
 #include "unicode_tables.h"
 
 #define HANGUL_S_BASE  0xAC00u

@@ -16,7 +16,7 @@
 
 #include "check_util.h"
 #include "bert_test_util.h"
-#include "internal.h"
+#include "base/base.h"
 #include "models/bert/bert.h"
 #include "models/bert/bert_io.h"
 #include "models/bert/safetensors.h"

@@ -13,7 +13,7 @@
 #include "check_util.h"
 #include "models/bert/backend.h"
 #include "models/cuda/cuda_backend.h"
-#include "models/cuda/device.h"
+#include "models/device/device.h"
 #include "tune_config.h"
 
 /* 1 when this build and machine have a usable CUDA device. */

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "check_util.h"
-#include "internal.h"
+#include "base/base.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
 

@@ -1,0 +1,1004 @@
+/*
+ * study.c - the study: creation from a config, the worker pool, and the
+ * trial life cycle PENDING -> RUNNING -> TERMINATED | STOPPED | ERROR, with
+ * RUNNING <-> PAUSED for pausing schedulers (HyperBand, promotion ASHA, PBT).
+ *
+ * With random or grid search, trial i's configuration is a pure function of
+ * (seed, i): its own random stream (rng.h) and, for grid axes, i modulo the
+ * grid size, as Ray's variant generator repeats the whole grid num_samples
+ * times. Model-based searchers (search/searcher.h) also see the history. Workers take the next
+ * trial under the study lock, run the objective outside it, and finish the
+ * trial under it again. A failed attempt is retried (same id, same config)
+ * up to max_failures times before the trial ends as ERROR; the sweep goes on.
+ */
+#include "engine/study.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/rng.h"
+#include "trainers/trainer.h"
+#include "engine/trial_dir.h"
+
+/* ---- time ---------------------------------------------------------------- */
+
+double tunep_now_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double tunep_now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params)
+{
+    if (!r)
+        return;
+    if (r->own_strings && r->values)
+        for (size_t i = 0; i < n_params; i++)
+            if (r->values[i].type == TUNEP_V_STRING)
+                tunep_free((char *)r->values[i].u.s);
+    tunep_free(r->values);
+    tunep_free(r->ckpt);
+    tunep_free(r->last);
+    tunep_free(r->error);
+    tunep_free(r);
+}
+
+void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st)
+{
+    s->counts[r->status]--;
+    r->status = st;
+    s->counts[st]++;
+}
+
+int tunep_trial_rec_set_last(struct tune_study *s, struct tunep_trial_rec *r, const char *name,
+                             double value)
+{
+    long id = tunep_study_metric_id(s, name);
+    if (id < 0)
+        return -1;
+    if ((size_t)id >= r->n_last) {
+        /* As many slots as metrics are known now, not the interning table's
+         * capacity: ~280 bytes per trial matter at 100,000 trials (bench/load.c). */
+        size_t cap = s->n_metrics;
+        double *p = tunep_realloc(r->last, r->n_last * sizeof *p, cap * sizeof *p);
+        if (!p)
+            return -1;
+        for (size_t j = r->n_last; j < cap; j++)
+            p[j] = (double)NAN;
+        r->last = p;
+        r->n_last = cap;
+    }
+    r->last[id] = value;
+    return 0;
+}
+
+struct tunep_trial_rec *tunep_trial_rec_from_store(struct tune_study *s,
+                                                   const struct tunep_stored_trial *t)
+{
+    struct tunep_trial_rec *r = tunep_calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->id = t->trial_id;
+    r->status = t->status;
+    r->attempt = t->attempt;
+    r->iteration = t->iteration;
+    r->time_total_s = t->time_total_s;
+    r->start_wall = t->start_time;
+    r->own_strings = 1;
+    r->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *r->values);
+    if (!r->values)
+        goto fail;
+    for (size_t i = 0; i < s->n_params; i++) {
+        r->values[i] = t->params[i];
+        if (t->params[i].type == TUNEP_V_STRING &&
+            !(r->values[i].u.s = tunep_strdup(t->params[i].u.s ? t->params[i].u.s : "")))
+            goto fail;
+    }
+    if (t->error && !(r->error = tunep_strdup(t->error)))
+        goto fail;
+    for (size_t i = 0; i < t->n_metrics; i++)
+        if (tunep_trial_rec_set_last(s, r, t->metric_names[i], t->metric_values[i]))
+            goto fail;
+    return r;
+fail:
+    tunep_trial_rec_free(r, s->n_params);
+    return NULL;
+}
+
+long tunep_study_metric_id(struct tune_study *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_metrics; i++)
+        if (strcmp(s->metric_names[i], name) == 0)
+            return (long)i;
+    if (s->n_metrics == s->cap_metrics) {
+        size_t cap = s->cap_metrics ? s->cap_metrics * 2 : 8;
+        char **p = tunep_realloc(s->metric_names, s->n_metrics * sizeof *p, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->metric_names = p;
+        s->cap_metrics = cap;
+    }
+    char *copy = tunep_strdup(name);
+    if (!copy)
+        return -1;
+    s->metric_names[s->n_metrics] = copy;
+    if (strcmp(name, s->cfg.metric) == 0)
+        s->main_metric = (long)s->n_metrics;
+    return (long)s->n_metrics++;
+}
+
+int64_t tunep_study_best_trial(const struct tune_study *s)
+{
+    int64_t best = -1;
+    double best_score = -HUGE_VAL;
+    if (s->main_metric < 0)
+        return -1;
+    for (int64_t i = 0; i < s->n_trials; i++) {
+        const struct tunep_trial_rec *r = s->trials[i];
+        /* An errored trial's last value comes from an attempt that failed. */
+        if ((size_t)s->main_metric >= r->n_last || r->status == TUNE_TRIAL_ERROR)
+            continue;
+        double v = r->last[s->main_metric];
+        if (isnan(v))
+            continue;
+        double score = s->sign * v;
+        if (best < 0 || score > best_score) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static tune_status study_alloc(struct tune_study **ret, tune_error *err)
+{
+    struct tune_study *s = tunep_calloc(1, sizeof *s);
+    if (!s)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    if (pthread_mutex_init(&s->lock, NULL)) {
+        tunep_free(s);
+        return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
+    }
+    if (pthread_mutex_init(&s->commit_lock, NULL)) {
+        pthread_mutex_destroy(&s->lock);
+        tunep_free(s);
+        return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
+    }
+    s->main_metric = -1;
+    atomic_init(&s->stop_requested, 0);
+    *ret = s;
+    return TUNE_OK;
+}
+
+static tune_status study_from_config(const char *text, size_t len, const char *source,
+                                     tune_space *space, tune_study **ret, tune_error *err)
+{
+    struct tune_study *s = NULL;
+    tune_status st = study_alloc(&s, err);
+    if (st) {
+        tune_space_free(space);
+        return st;
+    }
+    st = tunep_config_parse(text, len, source, space, &s->cfg, err);
+    if (st) {
+        tune_study_free(s);
+        return st;
+    }
+    s->n_params = s->cfg.space->n;
+    s->param_names = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *s->param_names);
+    if (!s->param_names) {
+        tune_study_free(s);
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < s->n_params; i++)
+        s->param_names[i] = s->cfg.space->params[i].name;
+    if (!s->cfg.seed_given)
+        s->cfg.seed = tunep_splitmix64((uint64_t)(tunep_now_wall() * 1e6) ^ (uint64_t)getpid());
+    s->sign = s->cfg.mode_max ? 1.0 : -1.0;
+    s->expand_choices = s->cfg.search == TUNEP_SEARCH_GRID;
+    uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
+    s->total_trials = (int64_t)grid * s->cfg.num_samples;
+    if (s->cfg.trainer == TUNEP_TRAINER_SYNTHETIC) {
+        s->fn = tunep_synthetic_objective;
+        s->fn_data = &s->cfg.synthetic;
+    } else if (s->cfg.trainer == TUNEP_TRAINER_BERT) {
+        int concurrency = s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent
+                                                                   : (int)s->total_trials;
+        st = tunep_bert_trainer_new(&s->cfg.bert, concurrency, &s->bert, err);
+        if (st) {
+            tune_study_free(s);
+            return st;
+        }
+        s->fn = tunep_bert_objective;
+        s->fn_data = s->bert;
+    } else if (s->cfg.trainer == TUNEP_TRAINER_COMMAND) {
+        st = tunep_command_trainer_new(&s->cfg.command, &s->command, err);
+        if (st) {
+            tune_study_free(s);
+            return st;
+        }
+        s->fn = tunep_command_objective;
+        s->fn_data = s->command;
+    } else if (s->cfg.trainer == TUNEP_TRAINER_PLUGIN) {
+        /* Loaded now, so that `tune validate` reports a missing library or symbol. */
+        st = tunep_plugin_open(&s->cfg.plugin, source, &s->plugin, err);
+        if (st) {
+            tune_study_free(s);
+            return st;
+        }
+        s->fn = tunep_plugin_objective;
+        s->fn_data = s->plugin;
+    }
+    *ret = s;
+    return TUNE_OK;
+}
+
+tune_status tune_study_new_from_json(const char *json, const char *source, tune_study **ret_study,
+                                     tune_error *err)
+{
+    if (!json || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "json and ret_study must not be NULL");
+    return study_from_config(json, strlen(json), source, NULL, ret_study, err);
+}
+
+tune_status tune_study_new_with_space(const char *json, tune_space *space, tune_study **ret_study,
+                                      tune_error *err)
+{
+    if (!json || !space || !ret_study) {
+        tune_space_free(space);
+        return tunep_error_set(err, TUNE_EINVAL, "json, space and ret_study must not be NULL");
+    }
+    return study_from_config(json, strlen(json), NULL, space, ret_study, err);
+}
+
+tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, tune_error *err)
+{
+    if (!path || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "path and ret_study must not be NULL");
+    char *text;
+    size_t len;
+    tune_status st = tunep_read_file(path, &text, &len, err);
+    if (st)
+        return st;
+    st = study_from_config(text, len, path, NULL, ret_study, err);
+    tunep_free(text);
+    return st;
+}
+
+void tune_study_free(tune_study *s)
+{
+    if (!s)
+        return;
+    for (int64_t i = 0; i < s->n_trials; i++)
+        tunep_trial_rec_free(s->trials[i], s->n_params);
+    tunep_free(s->trials);
+    tunep_free(s->retry);
+    tunep_free(s->restartq);
+    tunep_searcher_free(s->searcher);
+    for (size_t i = 0; i < s->n_metrics; i++)
+        tunep_free(s->metric_names[i]);
+    tunep_free(s->metric_names);
+    if (s->readonly && s->param_names)
+        for (size_t i = 0; i < s->n_params; i++)
+            tunep_free((char *)s->param_names[i]);
+    tunep_free(s->param_names);
+    tunep_scheduler_free(s->sched);
+    tunep_bert_trainer_free(s->bert);
+    tunep_command_trainer_free(s->command);
+    tunep_plugin_free(s->plugin);
+    tunep_store_close(s->store);
+    tunep_config_done(&s->cfg);
+    pthread_mutex_destroy(&s->lock);
+    if (!s->readonly)
+        pthread_mutex_destroy(&s->commit_lock);
+    tunep_free(s);
+}
+
+tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *user_data)
+{
+    if (!s || !fn || s->readonly)
+        return TUNE_EINVAL;
+    s->fn = fn;
+    s->fn_data = user_data;
+    return TUNE_OK;
+}
+
+tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags)
+{
+    if (!s || s->readonly || s->has_run ||
+        (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESTART_ERRORED | TUNE_RESUME_FORCE)))
+        return TUNE_EINVAL;
+    s->resume_flags = flags;
+    return TUNE_OK;
+}
+
+tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
+                              tune_error *err)
+{
+    if (!dir || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "dir and ret_study must not be NULL");
+    char *db = tunep_asprintf("%s/experiment.db", dir);
+    if (!db)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    if (access(db, F_OK) != 0) {
+        tunep_free(db);
+        return tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
+                                  "no experiment here (experiment.db is missing)");
+    }
+    struct tunep_store *store = NULL;
+    struct tunep_store_experiment_row row = {0};
+    tune_study *s = NULL;
+    tune_status st = tunep_store_open(db, 1, &store, err);
+    if (!st)
+        st = tunep_store_read_experiment(store, &row, err);
+    tunep_store_close(store);
+    if (!st)
+        st = study_from_config(row.config_json, strlen(row.config_json), db, NULL, &s, err);
+    if (!st && (tune_study_set_storage(s, dir) || tune_study_set_resume_flags(s, flags)))
+        st = tunep_error_set(err, TUNE_EINVAL, "invalid resume flags");
+    tunep_store_experiment_done(&row);
+    tunep_free(db);
+    if (st) {
+        tune_study_free(s);
+        return st;
+    }
+    *ret_study = s;
+    return TUNE_OK;
+}
+
+tune_status tune_study_set_storage(tune_study *s, const char *dir)
+{
+    if (!s || !dir || !*dir || s->readonly || s->has_run)
+        return TUNE_EINVAL;
+    char *copy = tunep_strdup(dir);
+    if (!copy)
+        return TUNE_ENOMEM;
+    tunep_free(s->cfg.storage);
+    s->cfg.storage = copy;
+    return TUNE_OK;
+}
+
+const char *tune_study_storage(const tune_study *s)
+{
+    return s ? s->cfg.storage : NULL;
+}
+
+const char *tune_study_name(const tune_study *s)
+{
+    return s ? s->cfg.name : NULL;
+}
+
+void tune_study_request_stop(tune_study *s)
+{
+    if (s)
+        atomic_store(&s->stop_requested, 1);
+}
+
+void tune_study_counts(tune_study *s, int64_t ret_counts[TUNE_TRIAL_STATUS_COUNT])
+{
+    if (!s || !ret_counts)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < TUNE_TRIAL_STATUS_COUNT; i++)
+        ret_counts[i] = s->counts[i];
+    /* Trials not yet generated are pending too. */
+    ret_counts[TUNE_TRIAL_PENDING] += s->total_trials - s->n_trials;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- storage ------------------------------------------------------------- */
+
+static int is_memory(const char *storage)
+{
+    return strcmp(storage, ":memory:") == 0;
+}
+
+/* mkdir -p */
+static tune_status make_dirs(const char *path, tune_error *err)
+{
+    char *p = tunep_strdup(path);
+    if (!p)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    for (char *q = p + 1;; q++) {
+        if (*q == '/' || *q == '\0') {
+            char c = *q;
+            *q = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                tune_status st = tunep_error_set_at(err, TUNE_EIO, p, 0, 0,
+                                                    "cannot create folder: %s", strerror(errno));
+                tunep_free(p);
+                return st;
+            }
+            *q = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    tunep_free(p);
+    return TUNE_OK;
+}
+
+static tune_status open_storage(struct tune_study *s, tune_error *err)
+{
+    if (is_memory(s->cfg.storage))
+        return TUNE_OK;
+    tune_status st = make_dirs(s->cfg.storage, err);
+    if (st)
+        return st;
+    char *db = tunep_asprintf("%s/experiment.db", s->cfg.storage);
+    if (!db)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    if (access(db, F_OK) == 0) {
+        /* The folder holds this experiment already: continue it (resume.c). */
+        st = tunep_study_resume_store(s, db, err);
+        if (st != TUNE_ENOTFOUND) {
+            tunep_free(db);
+            return st;
+        }
+        /* An experiment.db without an experiment: a run killed while creating it. */
+        tunep_store_close(s->store);
+        s->store = NULL;
+    }
+    struct tunep_store_experiment exp = {
+        .name = s->cfg.name,
+        .config_json = s->cfg.json,
+        .metric = s->cfg.metric,
+        .mode = s->cfg.mode_max ? "max" : "min",
+        .version = tune_version(),
+        .seed = s->cfg.seed,
+        .created = tunep_now_wall(),
+    };
+    st = tunep_store_create(db, &exp, s->cfg.space, &s->store, err);
+    tunep_free(db);
+    return st;
+}
+
+tune_status tunep_study_export_all(struct tune_study *s, tune_error *err)
+{
+    if (!s->store)
+        return TUNE_OK;
+    char *results = tunep_asprintf("%s/results.csv", s->cfg.storage);
+    char *progress = tunep_asprintf("%s/progress.csv", s->cfg.storage);
+    tune_status st = TUNE_ENOMEM;
+    if (results && progress) {
+        st = tunep_export_results_csv(s->store, results, err);
+        if (!st)
+            st = tunep_export_progress_csv(s->store, progress, err);
+    } else {
+        tunep_error_set(err, st, "out of memory");
+    }
+    tunep_free(results);
+    tunep_free(progress);
+    return st;
+}
+
+/* ---- the worker pool ----------------------------------------------------- */
+
+/* Records a store failure; every worker stops at its next chance. Lock held. */
+static void set_fatal(struct tune_study *s, const tune_error *e)
+{
+    if (!s->fatal) {
+        s->fatal = 1;
+        s->fatal_err = *e;
+        tunep_log(TUNE_LOG_DEBUG, "%s", e->text);
+    }
+}
+
+static struct tunep_trial_rec *new_trial(struct tune_study *s, gsl_rng *r)
+{
+    if (s->n_trials == s->cap_trials) {
+        int64_t cap = s->cap_trials ? s->cap_trials * 2 : 64;
+        struct tunep_trial_rec **p = tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p,
+                                                   (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        s->trials = p;
+        s->cap_trials = cap;
+    }
+    struct tunep_trial_rec *rec = tunep_calloc(1, sizeof *rec);
+    if (!rec)
+        return NULL;
+    rec->values = tunep_calloc(s->cfg.space->n ? s->cfg.space->n : 1, sizeof *rec->values);
+    if (!rec->values) {
+        tunep_free(rec);
+        return NULL;
+    }
+    rec->id = s->n_trials;
+    rec->status = TUNE_TRIAL_PENDING;
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SAMPLE));
+    if (s->searcher) {
+        tune_error e;
+        tune_status st = s->searcher->ops->suggest(s->searcher, rec->id, r, rec->values, &e);
+        if (!st)
+            st = s->searcher->ops->on_start(s->searcher, rec->id, rec->values);
+        if (st) {
+            tunep_trial_rec_free(rec, s->n_params);
+            return NULL;
+        }
+    } else {
+        uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
+        tunep_space_sample(s->cfg.space, r, (uint64_t)rec->id % grid, s->expand_choices,
+                           rec->values);
+    }
+    s->trials[s->n_trials++] = rec;
+    s->counts[TUNE_TRIAL_PENDING]++;
+    return rec;
+}
+
+static int budget_left(struct tune_study *s)
+{
+    if (s->cfg.stop.time_budget_s > 0 &&
+        tunep_now_monotonic() - s->t_start >= s->cfg.stop.time_budget_s)
+        s->budget_exhausted = 1;
+    return !s->budget_exhausted;
+}
+
+/* Appends id to a FIFO of trial ids; 0, or -1 on OOM. */
+static int push_id(int64_t **q, int64_t *n, int64_t *cap, int64_t id)
+{
+    if (*n == *cap) {
+        int64_t c = *cap ? *cap * 2 : 16;
+        int64_t *p = tunep_realloc(*q, (size_t)*n * sizeof *p, (size_t)c * sizeof *p);
+        if (!p)
+            return -1;
+        *q = p;
+        *cap = c;
+    }
+    (*q)[(*n)++] = id;
+    return 0;
+}
+
+/* Ends a PAUSED trial that will not run again as STOPPED (scheduler or end of study). Lock held. */
+static void end_paused(struct tune_study *s, struct tunep_trial_rec *rec)
+{
+    if (rec->status != TUNE_TRIAL_PAUSED)
+        return;
+    tunep_study_set_status(s, rec, TUNE_TRIAL_STOPPED);
+    int has = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last && rec->has_last_t;
+    double score = has ? s->sign * rec->last[s->main_metric] : -HUGE_VAL;
+    if (!isfinite(score))
+        score = -HUGE_VAL;
+    tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
+    if (s->searcher)
+        (void)s->searcher->ops->on_complete(s->searcher, rec->id, 1, rec->last_t, score);
+    if (s->store && !s->fatal) {
+        tune_error e;
+        if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_STOPPED,
+                                  rec->iteration, rec->time_total_s, tunep_now_wall(), NULL, &e))
+            set_fatal(s, &e);
+    }
+}
+
+/* A PAUSED trial runs again (same attempt). Lock held. */
+static struct tunep_trial_rec *resume_paused(struct tune_study *s, struct tunep_trial_rec *rec)
+{
+    /* The objective starts over: until it loads a checkpoint its reports up to
+     * the pause are replayed, answered without being recorded again. */
+    rec->ff_until = rec->keep_iteration ? 0 : rec->iteration;
+    if (!rec->keep_iteration)
+        rec->iteration = 0;
+    rec->want_ckpt = 0;
+    tunep_study_set_status(s, rec, TUNE_TRIAL_RUNNING);
+    if (s->store) {
+        tune_error e;
+        if (tunep_store_trial_resume(s->store, rec->id, rec->attempt, &e))
+            set_fatal(s, &e);
+    }
+    return rec;
+}
+
+/* A new attempt of a trial (the first, or a retry). Lock held. */
+static struct tunep_trial_rec *start_attempt(struct tune_study *s, struct tunep_trial_rec *rec,
+                                             gsl_rng *r)
+{
+    rec->attempt++;
+    rec->iteration = 0;
+    rec->time_total_s = 0;
+    rec->time_base = 0;
+    rec->ff_until = 0;
+    rec->keep_iteration = 0;
+    rec->want_ckpt = 0;
+    rec->start_wall = tunep_now_wall();
+    tunep_study_set_status(s, rec, TUNE_TRIAL_RUNNING);
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, rec->id, TUNEP_RNG_SCHEDULER));
+    rec->has_last_t = 0;
+    if (tunep_scheduler_on_trial_add(s->sched, rec->id, gsl_rng_uniform(r))) {
+        tune_error e;
+        tunep_error_set(&e, TUNE_ENOMEM, "out of memory adding trial %lld to the scheduler",
+                        (long long)rec->id);
+        set_fatal(s, &e);
+    }
+    if (s->store) {
+        tune_error e;
+        if (tunep_store_trial_start(s->store, rec->id, rec->attempt, s->cfg.space, rec->values,
+                                    rec->start_wall, &e))
+            set_fatal(s, &e);
+    }
+    return rec;
+}
+
+/* Waits up to 0.1 s for a trial to report, pause or end (and for Ctrl-C). Lock held. */
+static void wait_for_work(struct tune_study *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + 100000000L;
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&s->work_cond, &s->lock, &ts);
+}
+
+/* The next trial to run, RUNNING on return; NULL when there is none. Lock held. */
+static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
+{
+    for (;;) {
+        if (s->fatal || atomic_load(&s->stop_requested) || !budget_left(s))
+            return NULL;
+        int64_t id;
+        while (tunep_scheduler_take_stopped(s->sched, &id))
+            if (id >= 0 && id < s->n_trials)
+                end_paused(s, s->trials[id]);
+        if (s->head_retry < s->n_retry)
+            return start_attempt(s, s->trials[s->retry[s->head_retry++]], r);
+        if (s->head_restart < s->n_restart)
+            return resume_paused(s, s->trials[s->restartq[s->head_restart++]]);
+        int new_left = s->n_trials < s->total_trials;
+        int64_t running = s->counts[TUNE_TRIAL_RUNNING];
+        enum tunep_next next = tunep_scheduler_choose(s->sched, new_left, running, &id);
+        if (next == TUNEP_NEXT_RESUME && id >= 0 && id < s->n_trials &&
+            s->trials[id]->status == TUNE_TRIAL_PAUSED)
+            return resume_paused(s, s->trials[id]);
+        if (next == TUNEP_NEXT_NEW && new_left) {
+            struct tunep_trial_rec *rec = new_trial(s, r);
+            if (!rec) {
+                tune_error e;
+                tunep_error_set(&e, TUNE_ENOMEM, "out of memory creating trial %lld",
+                                (long long)s->n_trials);
+                set_fatal(s, &e);
+                return NULL;
+            }
+            return start_attempt(s, rec, r);
+        }
+        if (running > 0 && s->have_work_cond) {
+            wait_for_work(s);
+            continue;
+        }
+        /* Nothing runs and nothing will: trials still paused end here. */
+        for (int64_t i = 0; i < s->n_trials; i++)
+            end_paused(s, s->trials[i]);
+        if (s->have_work_cond)
+            pthread_cond_broadcast(&s->work_cond);
+        return NULL;
+    }
+}
+
+/*
+ * PBT: the trial takes the donor's checkpoint and an explored copy of its
+ * configuration, and waits PAUSED in restartq to run on. 0, or -1 when that
+ * failed (the trial then just ends as if stopped). Lock held.
+ */
+static int exploit(struct tune_study *s, struct tunep_trial_rec *rec, int64_t donor_id)
+{
+    const struct tunep_trial_rec *donor = s->trials[donor_id];
+    tune_error e;
+    if (tunep_checkpoint_copy(s, rec, donor, &e)) {
+        tunep_log(TUNE_LOG_WARN, "trial %lld: PBT cannot copy trial %lld's checkpoint: %s",
+                  (long long)rec->id, (long long)donor_id, e.text);
+        return -1;
+    }
+    struct tunep_value *v = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *v);
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    if (!v || !r || push_id(&s->restartq, &s->n_restart, &s->cap_restart, rec->id)) {
+        tunep_free(v);
+        gsl_rng_free(r);
+        return -1;
+    }
+    rec->n_exploits++;
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed ^ tunep_splitmix64(
+                                                       (uint64_t)rec->n_exploits),
+                                                   rec->id, TUNEP_RNG_EXPLORE));
+    tunep_scheduler_explore(s->sched, rec->id, donor->values, r, v);
+    gsl_rng_free(r);
+    /* A record loaded from a store owns its strings; explored ones are borrowed. */
+    for (size_t i = 0; i < s->n_params; i++) {
+        if (rec->own_strings && rec->values[i].type == TUNEP_V_STRING)
+            tunep_free((char *)rec->values[i].u.s);
+        rec->values[i] = v[i];
+        if (rec->own_strings && v[i].type == TUNEP_V_STRING)
+            rec->values[i].u.s = tunep_strdup(v[i].u.s ? v[i].u.s : "");
+    }
+    tunep_free(v);
+    if (s->store && tunep_store_trial_set_values(s->store, rec->id, rec->values, &e))
+        set_fatal(s, &e);
+    tunep_log(TUNE_LOG_INFO, "trial %lld: PBT exploits trial %lld (checkpoint at iteration %lld)",
+              (long long)rec->id, (long long)donor_id, (long long)donor->ckpt_iter);
+    rec->keep_iteration = 1;
+    return 0;
+}
+
+/* Ends an attempt: decides the status from the end reason and the objective's status. Lock held. */
+static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret)
+{
+    struct tunep_trial_rec *rec = t->rec;
+    tune_trial_status status;
+    const char *error = NULL;
+    if (s->have_work_cond)
+        pthread_cond_broadcast(&s->work_cond);
+    if ((t->end == TUNEP_END_PAUSED || t->end == TUNEP_END_EXPLOIT) && !t->fail_now &&
+        (ret == TUNE_OK || ret == TUNE_ESTOP)) {
+        /* Paused: the attempt goes on later. */
+        rec->time_base = rec->time_total_s;
+        tunep_study_set_status(s, rec, TUNE_TRIAL_PAUSED);
+        if (s->store && !s->fatal) {
+            tune_error e;
+            if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_PAUSED,
+                                      rec->iteration, rec->time_total_s, tunep_now_wall(), NULL,
+                                      &e))
+                set_fatal(s, &e);
+        }
+        if (t->end == TUNEP_END_PAUSED)
+            tunep_scheduler_on_trial_paused(s->sched, rec->id);
+        else if (exploit(s, rec, t->donor))
+            end_paused(s, rec);
+        return;
+    }
+    if (t->end == TUNEP_END_INTERRUPTED || (s->fatal && ret == TUNE_ESTORE)) {
+        /* A store failure stops the study: the attempt did not fail, it was cut short. */
+        status = TUNE_TRIAL_PENDING;
+    } else if (t->fail_now) {
+        goto failed;
+    } else if (t->end == TUNEP_END_STOPPED) {
+        status = TUNE_TRIAL_STOPPED;
+    } else if (t->end == TUNEP_END_TERMINATED || ret == TUNE_OK || ret == TUNE_ESTOP) {
+        status = TUNE_TRIAL_TERMINATED;
+    } else {
+    failed:
+        if (!t->error[0])
+            snprintf(t->error, sizeof t->error, "objective returned %s", tune_strerror(ret));
+        error = t->error;
+        tunep_free(rec->error);
+        rec->error = tunep_strdup(t->error);
+        tunep_log(TUNE_LOG_WARN, "trial %lld attempt %d failed: %s", (long long)rec->id,
+                  rec->attempt, t->error);
+        int retries_left =
+            s->cfg.max_failures < 0 || rec->attempt - rec->failures_base <= s->cfg.max_failures;
+        if (retries_left && !atomic_load(&s->stop_requested) && !s->fatal) {
+            status = TUNE_TRIAL_PENDING;
+            if (s->n_retry == s->cap_retry) {
+                int64_t cap = s->cap_retry ? s->cap_retry * 2 : 16;
+                int64_t *p = tunep_realloc(s->retry, (size_t)s->n_retry * sizeof *p,
+                                           (size_t)cap * sizeof *p);
+                if (p) {
+                    s->retry = p;
+                    s->cap_retry = cap;
+                }
+            }
+            if (s->n_retry < s->cap_retry)
+                s->retry[s->n_retry++] = rec->id;
+            else
+                status = TUNE_TRIAL_ERROR;
+        } else {
+            status = TUNE_TRIAL_ERROR;
+        }
+    }
+    rec->time_total_s = rec->time_base + (tunep_now_monotonic() - t->t0);
+    tunep_study_set_status(s, rec, status);
+    if (status == TUNE_TRIAL_TERMINATED || status == TUNE_TRIAL_STOPPED) {
+        /* As Ray's on_trial_complete: the final result may fill a rung the trial reached. */
+        int has = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last && rec->has_last_t;
+        double score = has ? s->sign * rec->last[s->main_metric] : -HUGE_VAL;
+        if (!isfinite(score))
+            score = -HUGE_VAL;
+        tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
+        if (s->searcher)
+            (void)s->searcher->ops->on_complete(s->searcher, rec->id, 1, rec->last_t, score);
+    } else if (status == TUNE_TRIAL_ERROR) {
+        /* As Ray's on_trial_error: forget the trial without recording a result. */
+        tunep_scheduler_on_trial_complete(s->sched, rec->id, 0, 0, -HUGE_VAL);
+        if (s->searcher)
+            (void)s->searcher->ops->on_complete(s->searcher, rec->id, 0, 0, -HUGE_VAL);
+    }
+    if (s->store && !s->fatal) {
+        /* Not committed here: the next report's commit or the flusher (at most
+         * FLUSH_INTERVAL_S later) makes it durable, which saves a commit per trial. */
+        tune_error e;
+        if (tunep_store_trial_end(s->store, rec->id, rec->attempt, status, rec->iteration,
+                                  rec->time_total_s, tunep_now_wall(), error, &e))
+            set_fatal(s, &e);
+    }
+}
+
+/*
+ * Group commit: trial starts and ends ride on the next report's commit; this
+ * thread commits whatever is left every FLUSH_INTERVAL_S, so a finished
+ * trial's status is durable within that time even when no report follows.
+ */
+#define FLUSH_INTERVAL_S 0.05
+
+static void *flusher_main(void *arg)
+{
+    struct tune_study *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->flusher_quit) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + (long)(FLUSH_INTERVAL_S * 1e9);
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&s->flusher_cond, &s->lock, &ts);
+        if (s->store && !s->fatal) {
+            tune_error e;
+            uint64_t upto = s->write_seq;
+            if (tunep_store_commit(s->store, &e))
+                set_fatal(s, &e);
+            else
+                s->durable_seq = upto;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* A worker thread: its study and, under MPI, the remote slot it runs trials on. */
+struct worker_arg {
+    struct tune_study *s;
+    int slot;
+};
+
+static void *worker_main(void *arg)
+{
+    struct tune_study *s = ((struct worker_arg *)arg)->s;
+    int slot = ((struct worker_arg *)arg)->slot;
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    if (!r) {
+        pthread_mutex_lock(&s->lock);
+        tune_error e;
+        tunep_error_set(&e, TUNE_ENOMEM, "out of memory allocating a random stream");
+        set_fatal(s, &e);
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        struct tunep_trial_rec *rec = next_trial(s, r);
+        if (!rec)
+            break;
+        struct tune_trial t = {.study = s, .rec = rec, .end = TUNEP_END_NONE, .donor = -1};
+        t.t0 = tunep_now_monotonic();
+        t.ipc_req = t.ipc_resp = -1;
+        pthread_mutex_unlock(&s->lock);
+        tunep_trial_dir_open(s, &t);
+        tune_status ret = s->mpi_size > 1           ? tunep_run_remote(s, &t, slot)
+                          : s->cfg.isolation_process ? tunep_run_isolated(s, &t)
+                                                     : s->fn(&t, s->fn_data);
+        tunep_trial_dir_close(&t);
+        pthread_mutex_lock(&s->lock);
+        finish_trial(s, &t, ret);
+    }
+    pthread_mutex_unlock(&s->lock);
+    gsl_rng_free(r);
+    return NULL;
+}
+
+tune_status tune_study_run(tune_study *s, tune_error *err)
+{
+    if (!s)
+        return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    if (s->has_run)
+        return tunep_error_set(err, TUNE_EINVAL, "this study has already run");
+    if (!s->fn)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "no objective: set trainer.type in the config or call "
+                               "tune_study_set_objective()");
+    s->has_run = 1;
+    tune_status st;
+    /* Data errors (a malformed TSV line) stop the run before anything is written. */
+    if (s->bert && s->fn == tunep_bert_objective && (st = tunep_bert_trainer_prepare(s->bert, err)))
+        return st;
+    if (s->plugin && s->fn == tunep_plugin_objective && (st = tunep_plugin_prepare(s->plugin, err)))
+        return st;
+    st = tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
+    if (st)
+        return st;
+    st = tunep_study_searcher_new(s, err);
+    if (st)
+        return st;
+    st = open_storage(s, err);
+    if (st)
+        return st;
+    s->have_work_cond = pthread_cond_init(&s->work_cond, NULL) == 0;
+    s->t_start = tunep_now_monotonic();
+    s->wall_start = tunep_now_wall();
+
+    pthread_t flusher;
+    int have_flusher = 0;
+    if (s->store && pthread_cond_init(&s->flusher_cond, NULL) == 0) {
+        have_flusher = pthread_create(&flusher, NULL, flusher_main, s) == 0;
+        if (!have_flusher)
+            pthread_cond_destroy(&s->flusher_cond);
+    }
+
+    /* Under MPI one worker thread per remote slot: the ranks set the concurrency. */
+    int64_t n_workers = s->mpi_size > 1 ? (int64_t)(s->mpi_size - 1) * s->mpi_per_rank
+                                        : s->cfg.max_concurrent;
+    if (n_workers > s->total_trials)
+        n_workers = s->total_trials;
+    if (n_workers <= 1) {
+        struct worker_arg a = {s, 0};
+        worker_main(&a);
+    } else {
+        pthread_t *threads = tunep_calloc((size_t)n_workers, sizeof *threads);
+        struct worker_arg *args = tunep_calloc((size_t)n_workers, sizeof *args);
+        if (!threads || !args) {
+            tunep_free(threads);
+            tunep_free(args);
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        }
+        int64_t started = 0;
+        for (; started < n_workers; started++) {
+            args[started] = (struct worker_arg){s, (int)started};
+            if (pthread_create(&threads[started], NULL, worker_main, &args[started]) != 0)
+                break;
+        }
+        if (started == 0) {
+            args[0] = (struct worker_arg){s, 0};
+            worker_main(&args[0]);
+        }
+        for (int64_t i = 0; i < started; i++)
+            pthread_join(threads[i], NULL);
+        tunep_free(threads);
+        tunep_free(args);
+    }
+    if (s->mpi_size > 1)
+        tunep_mpi_quit_workers(s);
+
+    if (s->have_work_cond) {
+        pthread_cond_destroy(&s->work_cond);
+        s->have_work_cond = 0;
+    }
+    if (have_flusher) {
+        pthread_mutex_lock(&s->lock);
+        s->flusher_quit = 1;
+        pthread_cond_signal(&s->flusher_cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(flusher, NULL);
+        pthread_cond_destroy(&s->flusher_cond);
+    }
+
+    if (s->fatal) {
+        if (err)
+            *err = s->fatal_err;
+        return s->fatal_err.code ? s->fatal_err.code : TUNE_ESTORE;
+    }
+    if (s->store && tunep_store_commit(s->store, err))
+        return TUNE_ESTORE;
+    st = tunep_study_export_all(s, err);
+    if (st)
+        return st;
+    if (atomic_load(&s->stop_requested))
+        return tunep_error_set(err, TUNE_EINTERRUPTED,
+                               "interrupted: %lld of %lld trials finished; the store is consistent",
+                               (long long)(s->counts[TUNE_TRIAL_TERMINATED] +
+                                           s->counts[TUNE_TRIAL_STOPPED] +
+                                           s->counts[TUNE_TRIAL_ERROR]),
+                               (long long)s->total_trials);
+    return TUNE_OK;
+}

@@ -1,0 +1,188 @@
+/*
+ * study.h - the study and trial structures shared by study.c (lifecycle and
+ * the worker pool), trial.c (what an objective calls) and progress.c.
+ *
+ * Concurrency: one mutex per study guards everything below it; objectives
+ * run outside it. Each report takes the lock once to write the store,
+ * consult the scheduler and answer, so there is no controller thread to hand
+ * reports to and no context switch per report.
+ */
+#ifndef TUNE_STUDY_H
+#define TUNE_STUDY_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+#include "config/config.h"
+#include "schedulers/scheduler.h"
+#include "search/searcher.h"
+#include "search/space.h"
+#include "store/store.h"
+
+/* Why a trial is ending, decided under the lock by reports or by the study. */
+enum tunep_end_reason {
+    TUNEP_END_NONE = 0,
+    TUNEP_END_TERMINATED, /* max_t or stop.training_iteration reached */
+    TUNEP_END_STOPPED,    /* scheduler, metric threshold or time budget */
+    TUNEP_END_INTERRUPTED, /* tune_study_request_stop(): back to PENDING */
+    TUNEP_END_PAUSED,      /* a pausing scheduler: PAUSED until it resumes the trial */
+    TUNEP_END_EXPLOIT,     /* PBT: restart from a better trial's checkpoint and explored values */
+};
+
+/* The study's record of one trial (all attempts). */
+struct tunep_trial_rec {
+    int64_t id;
+    tune_trial_status status;
+    int attempt;            /* attempts started so far (1-based once started) */
+    int64_t iteration;      /* last training_iteration of the current attempt */
+    double time_total_s;    /* of the current attempt */
+    double start_wall;
+    double last_t;          /* the scheduler's time_attr in the last report */
+    int has_last_t;
+    struct tunep_value *values; /* one per parameter; strings borrowed from the space */
+    double *last;           /* last value per interned metric id; NaN when never reported */
+    size_t n_last;
+    char *error;            /* last failure, owned */
+    int own_strings;        /* string values are owned (loaded from a store), not the space's */
+    int failures_base;      /* attempts before a resume that retries ERROR trials */
+    /* Pausing and checkpoints (checkpoint.c). */
+    double time_base;       /* time_total_s of the attempt's segments before its last pause */
+    int64_t ff_until;       /* a resumed objective replays reports up to this iteration:
+                             * they are answered but not recorded again ("fast-forward") */
+    int keep_iteration;     /* PBT restart: loading the donor's checkpoint keeps the count */
+    int want_ckpt;          /* tune_trial_checkpoint_wanted() */
+    int has_ckpt;           /* a checkpoint exists (in ckpt, or in the trial's folder) */
+    int64_t ckpt_iter;      /* the iteration it was saved at */
+    double ckpt_t;          /* the scheduler's time_attr value then (PBT's interval) */
+    void *ckpt;             /* in-memory studies: the bytes; else NULL */
+    size_t ckpt_size;
+    int n_exploits;         /* PBT restarts so far */
+};
+
+struct tune_trial {
+    struct tune_study *study;
+    struct tunep_trial_rec *rec;
+    double t0;              /* monotonic time the attempt started */
+    enum tunep_end_reason end;
+    int fail_now;           /* timed out or reported a non-finite metric: the attempt fails */
+    int ipc_req, ipc_resp;  /* in an isolated child: pipes to the controller; else -1 */
+    char *dir;              /* the trial's folder (trial_dir.c), absolute; NULL if none */
+    int dir_tried;          /* tune_trial_dir() made (or failed to make) it this attempt */
+    int64_t donor;          /* TUNEP_END_EXPLOIT: the trial whose checkpoint it takes */
+    int remote_tag;         /* on an MPI worker rank: the slot's tag; else 0 (mpi.c) */
+    uint64_t remote_seed;   /* there: the controller's study seed */
+    char error[512];
+};
+
+/*
+ * Runs the objective in a child process (isolate.c): reports travel over a
+ * pipe to this thread, which answers them through the normal report path; a
+ * crash or a timeout costs only this attempt. Lock not held.
+ */
+tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t);
+/* MPI (mpi.c): runs trial t on worker slot `slot` (rank 1 + slot / per_rank), answering
+ * its reports; on a worker rank, sends a report to rank 0; ends the worker ranks. */
+tune_status tunep_run_remote(struct tune_study *s, struct tune_trial *t, int slot);
+tune_status tunep_mpi_report(struct tune_trial *t, size_t n, const char *const *names,
+                             const double *values);
+void tunep_mpi_quit_workers(struct tune_study *s);
+/* A report as isolated children and MPI ranks send it (isolate.c):
+ * 'R' u32 n { u16 len, name bytes, f64 value } * n, native byte order. */
+void tunep_report_msg_put(struct tunep_buf *b, size_t n, const char *const *names,
+                          const double *values);
+/* In the child: sends a report to the controller and returns its answer. */
+tune_status tunep_ipc_report(struct tune_trial *t, size_t n, const char *const *names,
+                             const double *values);
+
+struct tune_study {
+    struct tunep_config cfg;
+    tune_objective_fn fn;
+    void *fn_data;
+    struct tunep_bert_trainer *bert; /* the bert trainer's shared state, when it is the trainer */
+    struct tunep_command_trainer *command; /* the command trainer's, likewise */
+    struct tunep_plugin *plugin;           /* the loaded plugin, likewise */
+    int readonly;           /* opened from an experiment folder */
+    unsigned resume_flags;  /* TUNE_RESUME_* */
+    const char **param_names; /* n_params names: into the space, or owned when readonly */
+    size_t n_params;
+    int has_run;
+
+    pthread_mutex_t lock;
+    struct tunep_store *store;
+    struct tunep_scheduler *sched;
+    struct tunep_searcher *searcher; /* NULL for random and grid search */
+    int mpi_size;           /* > 1: trials run on MPI ranks 1 .. mpi_size-1 (mpi.c) */
+    int mpi_per_rank;       /* trials at once per worker rank */
+    pthread_cond_t work_cond; /* a worker waits here when the scheduler says WAIT */
+    int have_work_cond;
+    int64_t *restartq;      /* PBT: exploited trials waiting to restart (FIFO) */
+    int64_t n_restart, head_restart, cap_restart;
+    double sign;            /* +1 for mode max, -1 for min: scores are sign * metric */
+    int64_t total_trials;   /* grid points x num_samples */
+    int expand_choices;
+
+    struct tunep_trial_rec **trials; /* by id, created in order */
+    int64_t n_trials, cap_trials;
+    int64_t *retry;         /* ids waiting for another attempt (FIFO) */
+    int64_t n_retry, head_retry, cap_retry;
+    int64_t counts[TUNE_TRIAL_STATUS_COUNT];
+
+    char **metric_names;    /* interned, in order of first report */
+    size_t n_metrics, cap_metrics;
+    long main_metric;       /* interned id of cfg.metric, -1 until reported */
+
+    atomic_int stop_requested;
+    int budget_exhausted;
+    int fatal;              /* the store failed: stop everything */
+    pthread_cond_t flusher_cond;
+    int flusher_quit;
+    /*
+     * Group commit of reports: each report written under `lock` takes a ticket
+     * (write_seq); before answering, the objective's thread makes sure a
+     * commit covered its ticket (durable_seq). Threads queue on commit_lock,
+     * not on `lock`, and one COMMIT serves every report written before it.
+     * Lock order: commit_lock, then lock.
+     */
+    pthread_mutex_t commit_lock;
+    uint64_t write_seq, durable_seq; /* guarded by lock */
+    tune_error fatal_err;
+    double t_start;         /* monotonic */
+    double wall_start;
+    int64_t n_reports;
+    int64_t n_warned_nan;
+};
+
+/* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */
+int tunep_trial_rec_set_last(struct tune_study *s, struct tunep_trial_rec *r, const char *name,
+                             double value);
+/* A record (owning its strings) made from a stored trial; NULL on OOM. s->n_params is set. */
+struct tunep_trial_rec *tunep_trial_rec_from_store(struct tune_study *s,
+                                                   const struct tunep_stored_trial *t);
+/* Interns a metric name; returns its id or -1 on OOM. Lock held. */
+long tunep_study_metric_id(struct tune_study *s, const char *name);
+/* The id of the trial with the best last main-metric value, or -1. Lock held. */
+int64_t tunep_study_best_trial(const struct tune_study *s);
+/* Sets a trial's status and keeps the counts. Lock held. */
+void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st);
+/* Frees a trial record, and its string values when it owns them. */
+void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
+/* Continues the experiment stored at db (resume.c). Scheduler created, lock not needed. */
+tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err);
+/* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */
+tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err);
+
+/* Checkpoints (checkpoint.c), lock held: the path of a trial's checkpoint
+ * file (NULL for in-memory studies or on OOM; free with tunep_free), a copy of
+ * the donor's checkpoint for a PBT restart, and forgetting a trial's. */
+char *tunep_checkpoint_path(const struct tune_study *s, int64_t trial_id);
+tune_status tunep_checkpoint_copy(struct tune_study *s, struct tunep_trial_rec *dst,
+                                  const struct tunep_trial_rec *src, tune_error *err);
+void tunep_checkpoint_forget(struct tunep_trial_rec *r);
+/* Looks for a trial's checkpoint file after `tune resume`; sets has_ckpt/ckpt_iter. */
+void tunep_checkpoint_probe(struct tune_study *s, struct tunep_trial_rec *r);
+
+/* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
+tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);
+
+#endif /* TUNE_STUDY_H */

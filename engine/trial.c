@@ -1,0 +1,406 @@
+/*
+ * trial.c - what an objective calls: typed parameter getters and reports.
+ *
+ * A report takes the study lock once: it numbers the iteration, writes the
+ * store and commits (so an answered report survives a crash), asks the
+ * scheduler, checks the stop conditions and answers TUNE_OK or TUNE_ESTOP.
+ * A NaN, an infinity or a missing main metric is the worst possible score for
+ * the scheduler and is logged; it never crashes (Ray crashes on None).
+ */
+#include "engine/study.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int64_t tune_trial_id(const tune_trial *t)
+{
+    return t ? t->rec->id : -1;
+}
+
+int tune_trial_attempt(const tune_trial *t)
+{
+    return t ? t->rec->attempt : 0;
+}
+
+uint64_t tune_trial_seed(const tune_trial *t)
+{
+    if (!t)
+        return 0;
+    uint64_t seed = t->remote_tag ? t->remote_seed : t->study->cfg.seed;
+    return tunep_trial_seed(seed, t->rec->id, TUNEP_RNG_OBJECTIVE);
+}
+
+int64_t tune_trial_iteration(const tune_trial *t)
+{
+    return t ? t->rec->iteration : 0;
+}
+
+static const struct tunep_value *find_value(const tune_trial *t, const char *name)
+{
+    const struct tune_study *s = t->study;
+    for (size_t i = 0; i < s->n_params; i++)
+        if (strcmp(s->param_names[i], name) == 0)
+            return &t->rec->values[i];
+    return NULL;
+}
+
+tune_status tune_trial_get_double(const tune_trial *t, const char *name, double *ret)
+{
+    if (!t || !name || !ret)
+        return TUNE_EINVAL;
+    const struct tunep_value *v = find_value(t, name);
+    if (!v)
+        return TUNE_ENOTFOUND;
+    switch (v->type) {
+        case TUNEP_V_DOUBLE: *ret = v->u.d; return TUNE_OK;
+        case TUNEP_V_INT: *ret = (double)v->u.i; return TUNE_OK;
+        case TUNEP_V_BOOL: *ret = v->u.b ? 1.0 : 0.0; return TUNE_OK;
+        case TUNEP_V_STRING: break;
+    }
+    return TUNE_ETYPE;
+}
+
+tune_status tune_trial_get_int(const tune_trial *t, const char *name, int64_t *ret)
+{
+    if (!t || !name || !ret)
+        return TUNE_EINVAL;
+    const struct tunep_value *v = find_value(t, name);
+    if (!v)
+        return TUNE_ENOTFOUND;
+    switch (v->type) {
+        case TUNEP_V_INT: *ret = v->u.i; return TUNE_OK;
+        case TUNEP_V_BOOL: *ret = v->u.b; return TUNE_OK;
+        case TUNEP_V_DOUBLE:
+            if (v->u.d == floor(v->u.d) && fabs(v->u.d) < 9.0e15) {
+                *ret = (int64_t)v->u.d;
+                return TUNE_OK;
+            }
+            break;
+        case TUNEP_V_STRING: break;
+    }
+    return TUNE_ETYPE;
+}
+
+tune_status tune_trial_get_string(const tune_trial *t, const char *name, const char **ret)
+{
+    if (!t || !name || !ret)
+        return TUNE_EINVAL;
+    const struct tunep_value *v = find_value(t, name);
+    if (!v)
+        return TUNE_ENOTFOUND;
+    if (v->type != TUNEP_V_STRING)
+        return TUNE_ETYPE;
+    *ret = v->u.s;
+    return TUNE_OK;
+}
+
+tune_status tune_trial_get_bool(const tune_trial *t, const char *name, int *ret)
+{
+    if (!t || !name || !ret)
+        return TUNE_EINVAL;
+    const struct tunep_value *v = find_value(t, name);
+    if (!v)
+        return TUNE_ENOTFOUND;
+    if (v->type != TUNEP_V_BOOL)
+        return TUNE_ETYPE;
+    *ret = v->u.b;
+    return TUNE_OK;
+}
+
+double tune_trial_get_double_or(const tune_trial *t, const char *name, double fallback)
+{
+    double v;
+    return tune_trial_get_double(t, name, &v) == TUNE_OK ? v : fallback;
+}
+
+int64_t tune_trial_get_int_or(const tune_trial *t, const char *name, int64_t fallback)
+{
+    int64_t v;
+    return tune_trial_get_int(t, name, &v) == TUNE_OK ? v : fallback;
+}
+
+tune_status tune_trial_config_json(const tune_trial *t, char **ret_json, tune_error *err)
+{
+    if (!t || !ret_json)
+        return tunep_error_set(err, TUNE_EINVAL, "trial and ret_json must not be NULL");
+    char *json = tunep_values_json(t->study->n_params, t->study->param_names, t->rec->values);
+    if (!json)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    *ret_json = json;
+    return TUNE_OK;
+}
+
+void tune_trial_set_error(tune_trial *t, const char *fmt, ...)
+{
+    if (!t || !fmt)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->error, sizeof t->error, fmt, ap);
+    va_end(ap);
+}
+
+/* Keeps the trial's last value of each metric, for progress and best. Lock held. */
+static int remember(struct tune_study *s, struct tunep_trial_rec *rec, size_t n,
+                    const char *const *names, const double *values)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tunep_trial_rec_set_last(s, rec, names[i], values[i]))
+            return -1;
+    return 0;
+}
+
+/* The value of the scheduler's time attribute in this report. */
+static int time_value(const struct tune_study *s, const struct tune_trial *t, size_t n,
+                      const char *const *names, const double *values, double *ret)
+{
+    const char *attr = tunep_scheduler_time_attr(s->sched);
+    if (strcmp(attr, "training_iteration") == 0) {
+        *ret = (double)t->rec->iteration;
+        return 1;
+    }
+    if (strcmp(attr, "time_total_s") == 0) {
+        *ret = t->rec->time_total_s;
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], attr) == 0 && !isnan(values[i])) {
+            *ret = values[i];
+            return 1;
+        }
+    return 0;
+}
+
+/* The main metric's value in this report (the last one when repeated). */
+static double main_value(const struct tune_study *s, size_t n, const char *const *names,
+                         const double *values)
+{
+    double v = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s->cfg.metric) == 0)
+            v = values[i];
+    return v;
+}
+
+/* The stop conditions of the config; the end reason or NONE. Lock held. */
+static enum tunep_end_reason check_stop(struct tune_study *s, const struct tune_trial *t, size_t n,
+                                        const char *const *names, const double *values)
+{
+    const struct tunep_stop_config *stop = &s->cfg.stop;
+    if (stop->training_iteration > 0 && t->rec->iteration >= stop->training_iteration)
+        return TUNEP_END_TERMINATED;
+    for (size_t k = 0; k < stop->n_thresholds; k++) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(names[i], stop->thresholds[k].metric) != 0 || isnan(values[i]))
+                continue;
+            /* The main metric in mode min stops when it falls to the threshold. */
+            int is_min_main = !s->cfg.mode_max && strcmp(names[i], s->cfg.metric) == 0;
+            if (is_min_main ? values[i] <= stop->thresholds[k].value
+                            : values[i] >= stop->thresholds[k].value)
+                return TUNEP_END_STOPPED;
+        }
+    }
+    if (stop->time_budget_s > 0 && tunep_now_monotonic() - s->t_start >= stop->time_budget_s) {
+        s->budget_exhausted = 1;
+        return TUNEP_END_STOPPED;
+    }
+    return TUNEP_END_NONE;
+}
+
+/*
+ * Asks the objective for a checkpoint every checkpoint_frequency iterations,
+ * and for PBT every perturbation_interval, so that a donor's state is fresh
+ * when a worse trial copies it. Lock held.
+ */
+static void want_checkpoint(const struct tune_study *s, struct tunep_trial_rec *rec, int has_t,
+                            double tv)
+{
+    int64_t freq = s->cfg.checkpoint_frequency;
+    if (freq > 0 && rec->iteration % freq == 0)
+        rec->want_ckpt = 1;
+    const struct tunep_scheduler_config *c = &s->cfg.scheduler;
+    if (c->type == TUNEP_SCHED_PBT && has_t &&
+        (!rec->has_ckpt || tv - rec->ckpt_t >= c->pbt.perturbation_interval))
+        rec->want_ckpt = 1;
+}
+
+/* Records the first store failure; every worker stops at its next chance. Lock held. */
+static void store_failed(struct tune_study *s, const tune_error *e)
+{
+    if (!s->fatal) {
+        s->fatal = 1;
+        s->fatal_err = *e;
+        tunep_log(TUNE_LOG_DEBUG, "%s", e->text);
+    }
+}
+
+/*
+ * Returns once a commit covers the report with this ticket: the calling
+ * thread commits everything written so far unless another thread's commit
+ * already did (group commit; see study.h). Lock not held.
+ */
+static tune_status make_durable(struct tune_study *s, uint64_t ticket)
+{
+    tune_status st = TUNE_OK;
+    pthread_mutex_lock(&s->commit_lock);
+    pthread_mutex_lock(&s->lock);
+    if (s->fatal) {
+        st = TUNE_ESTORE;
+    } else if (s->durable_seq < ticket) {
+        tune_error e;
+        uint64_t upto = s->write_seq;
+        if (tunep_store_commit(s->store, &e)) {
+            store_failed(s, &e);
+            st = TUNE_ESTORE;
+        } else {
+            s->durable_seq = upto;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->commit_lock);
+    return st;
+}
+
+tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
+                              const double *values)
+{
+    if (!t || (n && (!names || !values)))
+        return TUNE_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || !names[i][0] || strlen(names[i]) > TUNEP_MAX_METRIC_NAME)
+            return TUNE_EINVAL;
+        /* Names the engine fills in itself would clash with the CSV columns. */
+        if (strcmp(names[i], "training_iteration") == 0 || strcmp(names[i], "time_total_s") == 0 ||
+            strcmp(names[i], "trial_id") == 0 || strcmp(names[i], "status") == 0)
+            return TUNE_EINVAL;
+    }
+    if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
+        return tunep_ipc_report(t, n, names, values);
+    if (t->remote_tag) /* a trial on an MPI worker rank: rank 0 answers */
+        return tunep_mpi_report(t, n, names, values);
+    struct tune_study *s = t->study;
+    struct tunep_trial_rec *rec = t->rec;
+    tune_status ret = TUNE_OK;
+    uint64_t ticket = 0; /* of this report's write, for make_durable() */
+
+    pthread_mutex_lock(&s->lock);
+    if (s->fatal) {
+        ret = TUNE_ESTORE;
+        goto out;
+    }
+    if (t->end != TUNEP_END_NONE) {
+        /* Reporting after being told to stop: ignore, and say stop again. */
+        ret = TUNE_ESTOP;
+        goto out;
+    }
+    rec->iteration++;
+    rec->time_total_s = rec->time_base + (tunep_now_monotonic() - t->t0);
+    if (rec->iteration <= rec->ff_until) {
+        /* A resumed objective that did not load a checkpoint replays what it
+         * reported before its pause: answered, not recorded again. */
+        if (atomic_load(&s->stop_requested)) {
+            t->end = TUNEP_END_INTERRUPTED;
+            ret = TUNE_ESTOP;
+        }
+        goto out;
+    }
+    s->n_reports++;
+    if (s->store) {
+        tune_error e;
+        if (tunep_store_report(s->store, rec->id, rec->attempt, rec->iteration, rec->time_total_s,
+                               tunep_now_wall(), n, names, values, &e)) {
+            store_failed(s, &e);
+            ret = TUNE_ESTORE;
+            goto out;
+        }
+        ticket = ++s->write_seq;
+    }
+    if (remember(s, rec, n, names, values)) {
+        ret = TUNE_ENOMEM;
+        goto out;
+    }
+
+    double score = -HUGE_VAL, tv = 0;
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(names[i], s->cfg.metric) == 0) {
+            found = 1;
+            if (isfinite(values[i]))
+                score = s->sign * values[i];
+        }
+    }
+    if (!found && s->n_warned_nan++ < 20)
+        tunep_log(TUNE_LOG_WARN,
+                  "trial %lld iteration %lld: metric '%s' is missing; counted as the worst value",
+                  (long long)rec->id, (long long)rec->iteration, s->cfg.metric);
+
+    enum tunep_end_reason end = TUNEP_END_NONE;
+    double bad_value = 0;
+    if (found && score == -HUGE_VAL && !isfinite(bad_value = main_value(s, n, names, values))) {
+        /* A diverged run: the attempt fails with its reason (the scheduler saw the worst value). */
+        char num[32];
+        tunep_format_double(num, sizeof num, bad_value);
+        snprintf(t->error, sizeof t->error, "reported %s = %s at iteration %lld", s->cfg.metric,
+                 num, (long long)rec->iteration);
+        t->fail_now = 1;
+        end = TUNEP_END_STOPPED;
+        (void)tunep_scheduler_on_result(s->sched, rec->id, 0, 0, -HUGE_VAL);
+    } else if (s->cfg.trial_timeout_s > 0 && rec->time_total_s > s->cfg.trial_timeout_s) {
+        /* In a thread a hung objective cannot be stopped, but a slow one is at its next report. */
+        snprintf(t->error, sizeof t->error, "timed out after %g s (trial_timeout_s)",
+                 s->cfg.trial_timeout_s);
+        t->fail_now = 1;
+        end = TUNEP_END_STOPPED;
+    } else if (atomic_load(&s->stop_requested)) {
+        end = TUNEP_END_INTERRUPTED;
+    } else {
+        int has_t = time_value(s, t, n, names, values, &tv);
+        if (has_t) {
+            rec->last_t = tv;
+            rec->has_last_t = 1;
+        }
+        tunep_scheduler_set_waiting(s->sched, (s->n_retry - s->head_retry) +
+                                                  (s->total_trials - s->n_trials));
+        enum tunep_decision d = tunep_scheduler_on_result(s->sched, rec->id, has_t, tv, score);
+        if (s->searcher && has_t)
+            (void)s->searcher->ops->on_result(s->searcher, rec->id, tv, score);
+        if (d == TUNEP_STOP) {
+            end = TUNEP_END_STOPPED;
+        } else if (d == TUNEP_TERMINATE) {
+            end = TUNEP_END_TERMINATED;
+        } else if (d == TUNEP_PAUSE) {
+            end = TUNEP_END_PAUSED;
+            rec->want_ckpt = 1; /* so that it resumes where it paused */
+        } else if (d == TUNEP_EXPLOIT) {
+            /* Only a donor with a checkpoint can be copied; otherwise go on. */
+            int64_t donor = tunep_scheduler_exploit_donor(s->sched, rec->id);
+            if (donor >= 0 && donor < s->n_trials && donor != rec->id &&
+                s->trials[donor]->has_ckpt) {
+                end = TUNEP_END_EXPLOIT;
+                t->donor = donor;
+            }
+        }
+        if (end == TUNEP_END_NONE || end == TUNEP_END_PAUSED || end == TUNEP_END_EXPLOIT) {
+            /* A stop condition wins over a pause: the trial would never resume. */
+            enum tunep_end_reason stop = check_stop(s, t, n, names, values);
+            if (stop != TUNEP_END_NONE)
+                end = stop;
+        }
+        if (end == TUNEP_END_NONE)
+            want_checkpoint(s, rec, has_t, tv);
+    }
+    t->end = end;
+    if (end != TUNEP_END_NONE)
+        ret = TUNE_ESTOP;
+out:
+    pthread_mutex_unlock(&s->lock);
+    if (ticket && make_durable(s, ticket) != TUNE_OK)
+        ret = TUNE_ESTORE;
+    return ret;
+}
+
+tune_status tune_trial_report_metric(tune_trial *t, const char *name, double value)
+{
+    return tune_trial_report(t, 1, &name, &value);
+}

@@ -1,0 +1,196 @@
+/*
+ * gpu_pool.c - packing fractional-GPU trials onto devices, each device by
+ * its own free share (see gpu_pool.h for the rules and Ray's bug #5902).
+ *
+ * Invariant: 0 <= used[d] <= TUNEP_GPU_UNITS and trials[d] >= 0 for every
+ * device, changed only under the mutex. Memory is queried, under the mutex
+ * so that two acquires never judge the same free memory, only for devices
+ * whose units fit.
+ */
+#include "models/device/gpu_pool.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "models/cuda/cuda_backend.h"
+
+struct tunep_gpu_pool {
+    pthread_mutex_t lock;
+    int n;
+    int used[TUNEP_GPU_MAX_DEVICES];   /* units reserved */
+    int trials[TUNEP_GPU_MAX_DEVICES]; /* reservations held */
+    tunep_gpu_mem_fn mem_info;
+    void *mem_user;
+};
+
+static tune_status cuda_mem(void *user, int device, size_t *ret_free, size_t *ret_total,
+                            tune_error *err)
+{
+    (void)user;
+    return tunep_cuda_mem_info(device, ret_free, ret_total, err);
+}
+
+tune_status tunep_gpu_pool_new(const struct tunep_gpu_pool_options *opt,
+                               struct tunep_gpu_pool **ret_pool, tune_error *err)
+{
+    if (!opt || !ret_pool)
+        return tunep_error_set(err, TUNE_EINVAL, "gpu pool: NULL argument");
+    int n = opt->device_count;
+    if (n <= 0) {
+        tune_status st = tunep_cuda_device_count(&n, err);
+        if (st != TUNE_OK)
+            return st;
+    }
+    if (n > TUNEP_GPU_MAX_DEVICES)
+        return tunep_error_set(err, TUNE_EINVAL, "gpu pool: %d devices, at most %d are supported",
+                               n, TUNEP_GPU_MAX_DEVICES);
+    struct tunep_gpu_pool *p = tunep_calloc(1, sizeof *p);
+    if (!p)
+        return tunep_error_set(err, TUNE_ENOMEM, "gpu pool: out of memory");
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        tunep_free(p);
+        return tunep_error_set(err, TUNE_ENOMEM, "gpu pool: cannot create a mutex");
+    }
+    p->n = n;
+    p->mem_info = opt->mem_info ? opt->mem_info : cuda_mem;
+    p->mem_user = opt->mem_user;
+    *ret_pool = p;
+    return TUNE_OK;
+}
+
+void tunep_gpu_pool_free(struct tunep_gpu_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_destroy(&pool->lock);
+    tunep_free(pool);
+}
+
+int tunep_gpu_pool_device_count(const struct tunep_gpu_pool *pool)
+{
+    return pool ? pool->n : 0;
+}
+
+int tunep_gpu_units(double fraction)
+{
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        return 0;
+    return (int)lround(fraction * TUNEP_GPU_UNITS);
+}
+
+int tunep_gpu_pool_slots(const struct tunep_gpu_pool *pool, double fraction)
+{
+    int u = tunep_gpu_units(fraction);
+    if (!pool || u <= 0)
+        return 0;
+    return pool->n * (TUNEP_GPU_UNITS / u);
+}
+
+/* Devices whose free units take u, best first: most free units, then lowest index. */
+static int candidates(const struct tunep_gpu_pool *p, int u, int *order)
+{
+    int k = 0;
+    for (int d = 0; d < p->n; d++) {
+        if (TUNEP_GPU_UNITS - p->used[d] < u)
+            continue;
+        int i = k++;
+        while (i > 0 && p->used[order[i - 1]] > p->used[d]) { /* stable: ties keep index order */
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = d;
+    }
+    return k;
+}
+
+tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction, size_t mem_bytes,
+                                   int *ret_device, tune_error *err)
+{
+    if (!pool || !ret_device)
+        return tunep_error_set(err, TUNE_EINVAL, "gpu pool: NULL argument");
+    int u = tunep_gpu_units(fraction);
+    if (u <= 0)
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "resources_per_trial.gpu: %g is not a fraction in [0.0001, 1]",
+                               fraction);
+    size_t need = mem_bytes ? mem_bytes : TUNEP_GPU_DEFAULT_NEED;
+    int order[TUNEP_GPU_MAX_DEVICES];
+    tune_status st = TUNE_OK;
+    int chosen = -1, busy = 0;
+    char detail[256] = "";
+    size_t dlen = 0;
+
+    pthread_mutex_lock(&pool->lock);
+    int k = candidates(pool, u, order);
+    for (int i = 0; i < k && chosen < 0; i++) {
+        int d = order[i];
+        size_t fr = 0, tot = 0;
+        tune_error merr = {0};
+        if ((st = pool->mem_info(pool->mem_user, d, &fr, &tot, &merr)) != TUNE_OK) {
+            tunep_error_set(err, st, "cuda:%d: %s", d, merr.text);
+            break;
+        }
+        if (fr >= need) {
+            chosen = d;
+            break;
+        }
+        if (dlen < sizeof detail) {
+            int w = snprintf(detail + dlen, sizeof detail - dlen, "%scuda:%d has %.0f MiB free",
+                             dlen ? ", " : "", d, (double)fr / 1048576.0);
+            dlen += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (st == TUNE_OK && chosen >= 0) {
+        pool->used[chosen] += u;
+        pool->trials[chosen]++;
+    }
+    /* Short of units or memory: a running trial may free both when it ends. */
+    for (int d = 0; d < pool->n; d++)
+        busy |= pool->trials[d] > 0;
+    pthread_mutex_unlock(&pool->lock);
+
+    if (st != TUNE_OK)
+        return st;
+    *ret_device = chosen;
+    if (chosen < 0 && !busy)
+        return tunep_error_set(err, TUNE_ENOMEM,
+                               "not enough free GPU memory for a trial: %s, it needs %.0f MiB",
+                               detail, (double)need / 1048576.0);
+    return TUNE_OK;
+}
+
+void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double fraction)
+{
+    int u = tunep_gpu_units(fraction);
+    if (!pool || device < 0 || device >= pool->n || u <= 0)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->trials[device] > 0 && pool->used[device] >= u) {
+        pool->used[device] -= u;
+        pool->trials[device]--;
+    }
+    pthread_mutex_unlock(&pool->lock);
+}
+
+int tunep_gpu_pool_used(struct tunep_gpu_pool *pool, int device)
+{
+    if (!pool || device < 0 || device >= pool->n)
+        return 0;
+    pthread_mutex_lock(&pool->lock);
+    int u = pool->used[device];
+    pthread_mutex_unlock(&pool->lock);
+    return u;
+}
+
+int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device)
+{
+    if (!pool || device < 0 || device >= pool->n)
+        return 0;
+    pthread_mutex_lock(&pool->lock);
+    int t = pool->trials[device];
+    pthread_mutex_unlock(&pool->lock);
+    return t;
+}
