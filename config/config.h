@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/options.h"
 #include "models/device/device.h"
 #include "schedulers/scheduler.h"
 #include "search/searcher.h"
@@ -143,9 +144,6 @@ void tunep_config_done(struct tunep_config *c);
  */
 tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                      const char *key, const char *const *known, size_t n_known);
-
-/* Levenshtein distance of two names, for "did you mean" hints (64 when either is over 63 bytes). */
-size_t tunep_edit_distance(const char *a, const char *b);
 
 /* "random", "grid", "tpe", ...; "synthetic", "none", .... Static strings. */
 const char *tunep_search_algo_name(enum tunep_search_algo a);

@@ -1,0 +1,34 @@
+/*
+ * config_options.h - reading one section of the config file with an option
+ * table (base/options.h), with a file position for every error.
+ */
+#ifndef TUNE_CONFIG_OPTIONS_H
+#define TUNE_CONFIG_OPTIONS_H
+
+#include <jansson.h>
+
+#include "base/base.h"
+#include "base/options.h"
+
+/*
+ * Reads the object obj (the value at path) into cfg with table: every key
+ * must be a row of table or one of extra_keys (NULL-terminated; keys the
+ * caller reads itself, such as "type"), each value must have its row's type
+ * and range. Defaults are not applied here (tunep_options_default()).
+ * `expected` is said when obj is not an object. Errors are TUNE_ECONFIG at
+ * the value's position; on failure cfg holds what was read so far (free it
+ * with tunep_options_done()).
+ */
+tune_status tunep_config_read_options(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                      const json_t *obj, const struct tunep_option *table,
+                                      const char *const *extra_keys, const char *expected,
+                                      void *cfg);
+
+/*
+ * The positioned config error for a component's own check (e->path is
+ * relative to path, the section). Returns e->code.
+ */
+tune_status tunep_config_opt_error(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                   const struct tunep_opt_error *e);
+
+#endif /* TUNE_CONFIG_OPTIONS_H */
