@@ -19,6 +19,11 @@
 #define TUNEP_PRINTF(a, b)
 #endif
 
+/* ---- limits every layer agrees on --------------------------------------- */
+
+#define TUNEP_SPACE_MAX_NAME  255 /* a parameter's (flattened) name, in bytes */
+#define TUNEP_MAX_METRIC_NAME 128 /* a metric's name, in bytes */
+
 /* ---- status.c: errors ---------------------------------------------------- */
 
 /*

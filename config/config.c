@@ -22,19 +22,7 @@
 #include "config/config_scheduler.h"
 #include "config/config_search.h"
 #include "config/config_space.h"
-#include "trainers/trainer.h"
-
-const char *tunep_trainer_name(enum tunep_trainer_type t)
-{
-    switch (t) {
-        case TUNEP_TRAINER_SYNTHETIC: return "synthetic";
-        case TUNEP_TRAINER_BERT: return "bert";
-        case TUNEP_TRAINER_COMMAND: return "command";
-        case TUNEP_TRAINER_PLUGIN: return "plugin";
-        case TUNEP_TRAINER_NONE: break;
-    }
-    return "none";
-}
+#include "config/config_options.h"
 
 tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err)
 {
@@ -72,59 +60,6 @@ tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, 
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory reading '%s'", path);
     *ret_text = text;
     *ret_len = len;
-    return TUNE_OK;
-}
-
-/* ---- small typed readers ------------------------------------------------- */
-
-static tune_status want_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                               const json_t *v, size_t max, char **ret)
-{
-    if (!json_is_string(v))
-        return tunep_cfg_error(ctx, path, 0, "expected a string");
-    const char *s = json_string_value(v); /* borrowed */
-    if (strlen(s) == 0 || strlen(s) > max)
-        return tunep_cfg_error(ctx, path, 0, "expected a non-empty string of at most %zu bytes",
-                               max);
-    char *copy = tunep_strdup(s);
-    if (!copy)
-        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-    tunep_free(*ret);
-    *ret = copy;
-    return TUNE_OK;
-}
-
-static tune_status want_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                            const json_t *v, int64_t lo, int64_t hi, int64_t *ret)
-{
-    if (!json_is_integer(v))
-        return tunep_cfg_error(ctx, path, 0, "expected an integer");
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return tunep_cfg_error(ctx, path, 0, "expected an integer in [%lld, %lld], got %lld",
-                               (long long)lo, (long long)hi, (long long)x);
-    *ret = (int64_t)x;
-    return TUNE_OK;
-}
-
-static tune_status want_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                               const json_t *v, double lo, double hi, double *ret)
-{
-    if (!json_is_number(v))
-        return tunep_cfg_error(ctx, path, 0, "expected a number");
-    double x = json_number_value(v);
-    if (!(x >= lo && x <= hi))
-        return tunep_cfg_error(ctx, path, 0, "expected a number in [%g, %g], got %g", lo, hi, x);
-    *ret = x;
-    return TUNE_OK;
-}
-
-static tune_status want_bool(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                             const json_t *v, int *ret)
-{
-    if (!json_is_boolean(v))
-        return tunep_cfg_error(ctx, path, 0, "expected true or false");
-    *ret = json_is_true(v);
     return TUNE_OK;
 }
 
@@ -174,493 +109,91 @@ static tune_status check_keys(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
 
 /* ---- sections ------------------------------------------------------------ */
 
-static tune_status parse_synthetic(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                   const json_t *obj, struct tunep_config *c)
-{
-    static const char *const keys[] = {"type",  "iterations",  "sleep_s",     "fail_prob",
-                                       "noise", "report_true", "report_loss", "answer_log"};
-    c->trainer = TUNEP_TRAINER_SYNTHETIC;
-    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        if (st)
-            break;
-        tunep_cfgpath_push_key(path, key);
-        if (strcmp(key, "iterations") == 0)
-            st = want_int(ctx, path, v, 1, 1000000000, &c->synthetic.iterations);
-        else if (strcmp(key, "sleep_s") == 0)
-            st = want_number(ctx, path, v, 0, 86400, &c->synthetic.sleep_s);
-        else if (strcmp(key, "fail_prob") == 0)
-            st = want_number(ctx, path, v, 0, 1, &c->synthetic.fail_prob);
-        else if (strcmp(key, "noise") == 0)
-            st = want_number(ctx, path, v, 0, 1, &c->synthetic.noise);
-        else if (strcmp(key, "report_true") == 0)
-            st = want_bool(ctx, path, v, &c->synthetic.report_true);
-        else if (strcmp(key, "report_loss") == 0)
-            st = want_bool(ctx, path, v, &c->synthetic.report_loss);
-        else if (strcmp(key, "answer_log") == 0)
-            st = want_string(ctx, path, v, 4000, &c->synthetic.answer_log);
-        tunep_cfgpath_pop(path);
-    }
-    return st;
-}
-
-/* A path that must name a readable file (or folder, when dir is set). */
-static tune_status want_path(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                             const json_t *v, int dir, char **ret)
-{
-    tune_status st = want_string(ctx, path, v, 4000, ret);
-    if (st)
-        return st;
-    struct stat sb;
-    if (stat(*ret, &sb) != 0)
-        return tunep_cfg_error(ctx, path, 0, "'%s': %s", *ret, strerror(errno));
-    if (dir ? !S_ISDIR(sb.st_mode) : !S_ISREG(sb.st_mode))
-        return tunep_cfg_error(ctx, path, 0, "'%s' is not a %s", *ret, dir ? "folder" : "file");
-    if (access(*ret, R_OK) != 0)
-        return tunep_cfg_error(ctx, path, 0, "'%s': %s", *ret, strerror(errno));
-    return TUNE_OK;
-}
-
-static tune_status parse_bert_model(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                    const json_t *obj, struct tunep_bert_trainer_config *b)
-{
-    static const char *const keys[] = {"layers", "hidden", "heads", "intermediate",
-                                       "max_position"};
-    if (!json_is_object(obj))
-        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"layers\": 2}");
-    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        if (st)
-            break;
-        int64_t x = 0;
-        tunep_cfgpath_push_key(path, key);
-        if (strcmp(key, "layers") == 0 && !(st = want_int(ctx, path, v, 1, 48, &x)))
-            b->layers = (int)x;
-        else if (strcmp(key, "hidden") == 0 && !(st = want_int(ctx, path, v, 8, 8192, &x)))
-            b->hidden = (int)x;
-        else if (strcmp(key, "heads") == 0 && !(st = want_int(ctx, path, v, 1, 128, &x)))
-            b->heads = (int)x;
-        else if (strcmp(key, "intermediate") == 0 &&
-                 !(st = want_int(ctx, path, v, 8, 65536, &x)))
-            b->intermediate = (int)x;
-        else if (strcmp(key, "max_position") == 0 && !(st = want_int(ctx, path, v, 8, 4096, &x)))
-            b->max_position = (int)x;
-        tunep_cfgpath_pop(path);
-    }
-    if (!st && b->hidden % b->heads != 0)
-        st = tunep_cfg_error(ctx, path, 0, "hidden (%d) must be a multiple of heads (%d)",
-                             b->hidden, b->heads);
-    return st;
-}
-
-/* "device": "auto", "cpu", "cuda" or "cuda:N" (models/cuda/device.h). */
-static tune_status parse_device(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                const json_t *v, struct tunep_bert_trainer_config *b)
-{
-    tune_error perr = {0};
-    if (!json_is_string(v) ||
-        tunep_device_parse(json_string_value(v), &b->device, &perr) != TUNE_OK)
-        return tunep_cfg_error(ctx, path, 0, "%s",
-                               perr.text[0] ? perr.text
-                                            : "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
-    if (b->device.kind == TUNEP_DEVICE_CUDA && !TUNE_HAVE_CUDA)
-        return tunep_cfg_error(ctx, path, 0,
-                               "this build has no CUDA backend (configure with -Dcuda=enabled)");
-    return TUNE_OK;
-}
-
-static tune_status parse_bert(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                              const json_t *obj, struct tunep_config *c)
-{
-    static const char *const keys[] = {"type",        "train",      "dev",
-                                       "vocab",       "checkpoint", "model",
-                                       "epochs",      "eval_every", "max_train_examples",
-                                       "max_eval_examples", "max_seq_len", "eval_batch_size",
-                                       "threads",     "lowercase",  "device",
-                                       "precision"};
-    struct tunep_bert_trainer_config *b = &c->bert;
-    c->trainer = TUNEP_TRAINER_BERT;
-    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        if (st)
-            break;
-        int64_t x = 0;
-        tunep_cfgpath_push_key(path, key);
-        if (strcmp(key, "train") == 0)
-            st = want_path(ctx, path, v, 0, &b->train);
-        else if (strcmp(key, "dev") == 0)
-            st = want_path(ctx, path, v, 0, &b->dev);
-        else if (strcmp(key, "vocab") == 0)
-            st = want_path(ctx, path, v, 0, &b->vocab);
-        else if (strcmp(key, "checkpoint") == 0)
-            st = json_is_null(v) ? TUNE_OK : want_path(ctx, path, v, 1, &b->checkpoint);
-        else if (strcmp(key, "model") == 0)
-            st = parse_bert_model(ctx, path, v, b);
-        else if (strcmp(key, "epochs") == 0 && !(st = want_int(ctx, path, v, 1, 1000, &x)))
-            b->epochs = (int)x;
-        else if (strcmp(key, "eval_every") == 0)
-            st = want_int(ctx, path, v, 0, INT64_MAX, &b->eval_every);
-        else if (strcmp(key, "max_train_examples") == 0)
-            st = want_int(ctx, path, v, 0, INT64_MAX, &b->max_train_examples);
-        else if (strcmp(key, "max_eval_examples") == 0)
-            st = want_int(ctx, path, v, 0, INT64_MAX, &b->max_eval_examples);
-        else if (strcmp(key, "max_seq_len") == 0 && !(st = want_int(ctx, path, v, 8, 4096, &x)))
-            b->max_seq_len = (int)x;
-        else if (strcmp(key, "eval_batch_size") == 0 &&
-                 !(st = want_int(ctx, path, v, 1, 4096, &x)))
-            b->eval_batch_size = (int)x;
-        else if (strcmp(key, "threads") == 0 && !(st = want_int(ctx, path, v, 0, 256, &x)))
-            b->threads = (int)x;
-        else if (strcmp(key, "lowercase") == 0)
-            st = want_bool(ctx, path, v, &b->lowercase);
-        else if (strcmp(key, "device") == 0)
-            st = parse_device(ctx, path, v, b);
-        else if (strcmp(key, "precision") == 0) {
-            const char *p = json_is_string(v) ? json_string_value(v) : "";
-            if (strcmp(p, "fp32") == 0 || strcmp(p, "tf32") == 0)
-                b->tf32 = strcmp(p, "tf32") == 0;
-            else
-                st = tunep_cfg_error(ctx, path, 0, "expected \"fp32\" or \"tf32\"");
-        }
-        tunep_cfgpath_pop(path);
-    }
-    if (st)
-        return st;
-    static const char *const required[] = {"train", "dev", "vocab"};
-    for (size_t i = 0; i < 3; i++) {
-        if (json_object_get(obj, required[i]))
-            continue;
-        if (i == 2 && b->checkpoint) {
-            /* A Hugging Face folder carries its vocabulary. */
-            b->vocab = tunep_asprintf("%s/vocab.txt", b->checkpoint);
-            if (!b->vocab)
-                return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-            if (access(b->vocab, R_OK) != 0)
-                return tunep_cfg_error(ctx, path, 0,
-                                       "missing key 'vocab', and the checkpoint has no vocab.txt");
-            continue;
-        }
-        return tunep_cfg_error(ctx, path, 0, "missing key '%s' (a path)", required[i]);
-    }
-    if (!b->checkpoint && b->max_seq_len > b->max_position) {
-        tunep_cfgpath_push_key(path, "max_seq_len");
-        st = tunep_cfg_error(ctx, path, 0, "%d is longer than model.max_position (%d)",
-                             b->max_seq_len, b->max_position);
-        tunep_cfgpath_pop(path);
-    }
-    return st;
-}
-
-/* An environment variable's name: what a POSIX shell accepts. */
-static int valid_env_name(const char *s)
-{
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return 0;
-    for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '_'))
-            return 0;
-    return 1;
-}
-
-/* A C identifier, as dlsym() symbols are: catches "my objective" and "lib.so" early. */
-static int valid_symbol(const char *s)
-{
-    return valid_env_name(s);
-}
-
-static tune_status parse_command_argv(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                      const json_t *v, struct tunep_command_config *cmd)
-{
-    if (!json_is_array(v) || json_array_size(v) == 0)
-        return tunep_cfg_error(ctx, path, 0,
-                               "expected a non-empty array of strings such as "
-                               "[\"python3\", \"train.py\", \"--lr\", \"{lr}\"]");
-    size_t n = json_array_size(v);
-    if (n > 65536)
-        return tunep_cfg_error(ctx, path, 0, "more than 65536 arguments");
-    cmd->argv = tunep_calloc(n, sizeof *cmd->argv);
-    if (!cmd->argv)
-        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-    cmd->argc = n;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *a = json_array_get(v, i); /* borrowed */
-        tune_status st = TUNE_OK;
-        tunep_cfgpath_push_index(path, (long)i);
-        if (!json_is_string(a))
-            st = tunep_cfg_error(ctx, path, 0, "expected a string");
-        else if (i == 0 && json_string_length(a) == 0)
-            st = tunep_cfg_error(ctx, path, 0, "expected the program (a non-empty string)");
-        else if (strlen(json_string_value(a)) != json_string_length(a))
-            st = tunep_cfg_error(ctx, path, 0, "contains a NUL character");
-        else if (!(cmd->argv[i] = tunep_strdup(json_string_value(a))))
-            st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-        tunep_cfgpath_pop(path);
-        if (st)
-            return st;
-    }
-    return TUNE_OK;
-}
-
-static tune_status parse_command_env(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                     const json_t *v, struct tunep_command_config *cmd)
-{
-    if (!json_is_object(v))
-        return tunep_cfg_error(ctx, path, 0,
-                               "expected an object of strings such as {\"OMP_NUM_THREADS\": \"1\"}");
-    size_t n = json_object_size(v);
-    cmd->env_names = tunep_calloc(n ? n : 1, sizeof *cmd->env_names);
-    cmd->env_values = tunep_calloc(n ? n : 1, sizeof *cmd->env_values);
-    if (!cmd->env_names || !cmd->env_values)
-        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)v, key, val) {
-        tune_status st = TUNE_OK;
-        tunep_cfgpath_push_key(path, key);
-        if (!valid_env_name(key))
-            st = tunep_cfg_error(ctx, path, 1, "not a variable name (letters, digits and '_')");
-        else if (strncmp(key, "TUNE_", 5) == 0)
-            st = tunep_cfg_error(ctx, path, 1, "TUNE_ variables are set by tune itself");
-        else if (!json_is_string(val))
-            st = tunep_cfg_error(ctx, path, 0, "expected a string");
-        else if (strlen(json_string_value(val)) != json_string_length(val))
-            st = tunep_cfg_error(ctx, path, 0, "contains a NUL character");
-        else if (!(cmd->env_names[cmd->n_env] = tunep_strdup(key)))
-            st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-        else if (!(cmd->env_values[cmd->n_env++] = tunep_strdup(json_string_value(val))))
-            st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-        tunep_cfgpath_pop(path);
-        if (st)
-            return st;
-    }
-    return TUNE_OK;
-}
-
-static tune_status parse_command(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                 const json_t *obj, struct tunep_config *c)
-{
-    static const char *const keys[] = {"type", "argv", "env", "cwd", "kill_grace_s", "report_fd"};
-    struct tunep_command_config *cmd = &c->command;
-    c->trainer = TUNEP_TRAINER_COMMAND;
-    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        if (st)
-            break;
-        int64_t x = 0;
-        tunep_cfgpath_push_key(path, key);
-        if (strcmp(key, "argv") == 0)
-            st = parse_command_argv(ctx, path, v, cmd);
-        else if (strcmp(key, "env") == 0)
-            st = parse_command_env(ctx, path, v, cmd);
-        else if (strcmp(key, "cwd") == 0)
-            st = want_path(ctx, path, v, 1, &cmd->cwd);
-        else if (strcmp(key, "kill_grace_s") == 0)
-            st = want_number(ctx, path, v, 0, 3600, &cmd->kill_grace_s);
-        else if (strcmp(key, "report_fd") == 0 && !(st = want_int(ctx, path, v, 3, 1023, &x)))
-            cmd->report_fd = (int)x;
-        tunep_cfgpath_pop(path);
-    }
-    if (st)
-        return st;
-    if (!cmd->argv)
-        return tunep_cfg_error(ctx, path, 0,
-                               "missing key 'argv' (the program and its arguments, e.g. "
-                               "[\"python3\", \"train.py\", \"--lr\", \"{lr}\"])");
-    if (!strchr(cmd->argv[0], '{')) {
-        /* A program that is not there fails every trial: say so before the first. */
-        const char *path_env = NULL;
-        for (size_t i = 0; i < cmd->n_env; i++)
-            if (strcmp(cmd->env_names[i], "PATH") == 0)
-                path_env = cmd->env_values[i];
-        char why[600];
-        char *found = NULL;
-        int r = tunep_command_find_program(cmd->argv[0], cmd->cwd, path_env, &found, why,
-                                           sizeof why);
-        tunep_free(found);
-        if (r == -2)
-            return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-        if (r) {
-            tunep_cfgpath_push_key(path, "argv");
-            tunep_cfgpath_push_index(path, 0);
-            st = tunep_cfg_error(ctx, path, 0, "%s", why);
-            tunep_cfgpath_pop(path);
-            tunep_cfgpath_pop(path);
-        }
-    }
-    return st;
-}
-
-/* Placeholder lookups at validation time: the name must be a parameter or a built-in. */
-static int known_placeholder(void *ud, const char *name, struct tunep_buf *out)
-{
-    const tune_space *space = ud;
-    (void)out;
-    if (strcmp(name, "trial_id") == 0 || strcmp(name, "trial_dir") == 0)
-        return 0;
-    for (size_t i = 0; i < space->n; i++)
-        if (strcmp(space->params[i].name, name) == 0)
-            return 0;
-    return -1;
-}
-
-/* One argv or env template: every placeholder must name a parameter. path points at it. */
-static tune_status check_template(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                  const char *tmpl, const tune_space *space)
-{
-    char bad[TUNEP_SPACE_MAX_NAME + 64];
-    struct tunep_buf scratch;
-    tunep_buf_init(&scratch);
-    int r = tunep_command_expand(tmpl, known_placeholder, (void *)space, &scratch, bad,
-                                 sizeof bad);
-    tunep_buf_done(&scratch);
-    if (r == -2)
-        return tunep_cfg_error(ctx, path, 0,
-                               "unterminated placeholder '%s' (write '{{' for a literal '{')", bad);
-    if (r == 0)
-        return TUNE_OK;
-    const char *best = NULL;
-    size_t best_d = 3;
-    struct tunep_buf list;
-    tunep_buf_init(&list);
-    for (size_t i = 0; i < space->n; i++) {
-        size_t d = tunep_edit_distance(bad, space->params[i].name);
-        if (d < best_d) {
-            best_d = d;
-            best = space->params[i].name;
-        }
-        tunep_buf_printf(&list, "%s, ", space->params[i].name);
-    }
-    tune_status st;
-    if (best)
-        st = tunep_cfg_error(ctx, path, 0, "unknown placeholder '{%s}' (did you mean '{%s}'?)", bad,
-                             best);
-    else
-        st = tunep_cfg_error(ctx, path, 0,
-                             "unknown placeholder '{%s}' (expected a parameter: %strial_id or "
-                             "trial_dir; write '{{' for a literal '{')",
-                             bad, list.data ? list.data : "");
-    tunep_buf_done(&list);
-    return st;
-}
-
-/* The command trainer's templates against the parameters (known once the whole config is read). */
-static tune_status check_command_templates(const struct tunep_cfgctx *ctx,
-                                           struct tunep_cfgpath *path,
-                                           const struct tunep_config *c)
-{
-    const struct tunep_command_config *cmd = &c->command;
-    tune_status st = TUNE_OK;
-    tunep_cfgpath_push_key(path, "trainer");
-    tunep_cfgpath_push_key(path, "argv");
-    for (size_t i = 0; i < cmd->argc && !st; i++) {
-        tunep_cfgpath_push_index(path, (long)i);
-        st = check_template(ctx, path, cmd->argv[i], c->space);
-        tunep_cfgpath_pop(path);
-    }
-    tunep_cfgpath_pop(path);
-    tunep_cfgpath_push_key(path, "env");
-    for (size_t i = 0; i < cmd->n_env && !st; i++) {
-        tunep_cfgpath_push_key(path, cmd->env_names[i]);
-        st = check_template(ctx, path, cmd->env_values[i], c->space);
-        tunep_cfgpath_pop(path);
-    }
-    tunep_cfgpath_pop(path);
-    tunep_cfgpath_pop(path);
-    return st;
-}
-
-/* A string naming a symbol; its position is kept for the errors dlopen/dlsym give later. */
-static tune_status want_symbol(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                               const json_t *v, char **ret)
-{
-    tune_status st = want_string(ctx, path, v, 255, ret);
-    if (!st && !valid_symbol(*ret))
-        st = tunep_cfg_error(ctx, path, 0, "expected a C identifier (the function's name)");
-    return st;
-}
-
-static tune_status parse_plugin(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                const json_t *obj, struct tunep_config *c)
-{
-    static const char *const keys[] = {"type",        "library",     "symbol",
-                                       "init_symbol", "fini_symbol", "data"};
-    struct tunep_plugin_config *p = &c->plugin;
-    c->trainer = TUNEP_TRAINER_PLUGIN;
-    tune_status st = check_keys(ctx, path, obj, keys, sizeof keys / sizeof *keys);
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        if (st)
-            break;
-        int which = -1;
-        tunep_cfgpath_push_key(path, key);
-        if (strcmp(key, "library") == 0) {
-            st = want_string(ctx, path, v, 4000, &p->library);
-            which = 0;
-        } else if (strcmp(key, "symbol") == 0) {
-            st = want_symbol(ctx, path, v, &p->symbol);
-            which = 1;
-        } else if (strcmp(key, "init_symbol") == 0) {
-            st = want_symbol(ctx, path, v, &p->init_symbol);
-            which = 2;
-        } else if (strcmp(key, "fini_symbol") == 0) {
-            st = want_symbol(ctx, path, v, &p->fini_symbol);
-            which = 3;
-        } else if (strcmp(key, "data") == 0) {
-            char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); /* malloc'd by jansson */
-            p->data = text ? tunep_strdup(text) : NULL;
-            free(text);
-            if (!p->data)
-                st = tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
-        }
-        if (!st && which >= 0 &&
-            tunep_json_locate(ctx->text, ctx->len, path, 0, &p->line[which], &p->column[which]))
-            p->line[which] = p->column[which] = 0;
-        tunep_cfgpath_pop(path);
-    }
-    if (st)
-        return st;
-    if (!p->library)
-        return tunep_cfg_error(ctx, path, 0,
-                               "missing key 'library' (a shared library, e.g. \"./libobjective.so\")");
-    if (!p->symbol)
-        return tunep_cfg_error(ctx, path, 0,
-                               "missing key 'symbol' (the tune_objective_fn's name in the library)");
-    return TUNE_OK;
-}
-
-#define TRAINER_TYPES "\"synthetic\", \"bert\", \"command\" or \"plugin\""
-
+/*
+ * The "trainer" section: its "type" picks a row of `trainers`, whose option
+ * table reads the rest; the row's own check runs once the whole config is
+ * known (check_trainer()).
+ */
 static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                 const json_t *obj, struct tunep_config *c)
+                                 const json_t *obj, const struct tunep_trainer_type *const *trainers,
+                                 struct tunep_config *c)
 {
-    if (!json_is_object(obj))
-        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
-    const json_t *type = json_object_get(obj, "type"); /* borrowed */
-    if (!type)
-        return tunep_cfg_error(ctx, path, 0, "missing key 'type' (expected " TRAINER_TYPES ")");
-    const char *name = json_is_string(type) ? json_string_value(type) : "";
-    if (strcmp(name, "synthetic") == 0)
-        return parse_synthetic(ctx, path, obj, c);
-    if (strcmp(name, "bert") == 0)
-        return parse_bert(ctx, path, obj, c);
-    if (strcmp(name, "command") == 0)
-        return parse_command(ctx, path, obj, c);
-    if (strcmp(name, "plugin") == 0)
-        return parse_plugin(ctx, path, obj, c);
-    tunep_cfgpath_push_key(path, "type");
-    tune_status st =
-        tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected " TRAINER_TYPES ")");
-    tunep_cfgpath_pop(path);
+    struct tunep_buf names;
+    tunep_buf_init(&names);
+    size_t n = 0;
+    while (trainers && trainers[n])
+        n++;
+    for (size_t i = 0; i < n; i++)
+        tunep_buf_printf(&names, "%s\"%s\"", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                         trainers[i]->name);
+    const char *expected = names.data ? names.data : "a registered trainer";
+    tune_status st = TUNE_OK;
+    const json_t *type = json_is_object(obj) ? json_object_get(obj, "type") : NULL; /* borrowed */
+    if (!json_is_object(obj)) {
+        st = tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
+    } else if (!type) {
+        st = tunep_cfg_error(ctx, path, 0, "missing key 'type' (expected %s)", expected);
+    } else if (!json_is_string(type) || !(c->trainer_name = tunep_strdup(json_string_value(type)))) {
+        tunep_cfgpath_push_key(path, "type");
+        st = json_is_string(type) ? tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory")
+                                  : tunep_cfg_error(ctx, path, 0,
+                                                    "unknown trainer type (expected %s)", expected);
+        tunep_cfgpath_pop(path);
+    }
+    if (st || !trainers) {
+        tunep_buf_done(&names);
+        return st;
+    }
+    for (size_t i = 0; i < n && !c->trainer; i++)
+        if (strcmp(trainers[i]->name, c->trainer_name) == 0)
+            c->trainer = trainers[i];
+    if (!c->trainer) {
+        tunep_cfgpath_push_key(path, "type");
+        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected %s)", expected);
+        tunep_cfgpath_pop(path);
+        tunep_buf_done(&names);
+        return st;
+    }
+    tunep_buf_done(&names);
+    if (!(c->trainer_cfg = tunep_calloc(1, c->trainer->config_size ? c->trainer->config_size : 1)) ||
+        tunep_options_default(c->trainer->options, c->trainer_cfg))
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    static const char *const type_key[] = {"type", NULL};
+    return tunep_config_read_options(ctx, path, obj, c->trainer->options, type_key, NULL,
+                                     c->trainer_cfg);
+}
+
+/* The trainer's own rules, once the parameters are known. */
+static tune_status check_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                 struct tunep_config *c)
+{
+    if (!c->trainer)
+        return TUNE_OK;
+    tune_status st = TUNE_OK;
+    if (c->trainer->check) {
+        const char **names = tunep_calloc(c->space->n ? c->space->n : 1, sizeof *names);
+        if (!names)
+            return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+        for (size_t i = 0; i < c->space->n; i++)
+            names[i] = c->space->params[i].name;
+        struct tunep_trainer_check_ctx cc = {names, c->space->n};
+        struct tunep_opt_error e = {.code = TUNE_OK};
+        if (c->trainer->check(c->trainer_cfg, &cc, &e)) {
+            tunep_cfgpath_push_key(path, "trainer");
+            st = tunep_config_opt_error(ctx, path, &e);
+            tunep_cfgpath_pop(path);
+        }
+        tunep_free(names);
+    }
+    if (!st && c->trainer->own_process && c->isolation_process) {
+        /* A forked trial process killed on a timeout would leave the program running. */
+        tunep_cfgpath_push_key(path, "isolation");
+        st = tunep_cfg_error(ctx, path, 0,
+                             "\"process\" is for objectives in tune's own process; the %s "
+                             "trainer's program is a process of its own already",
+                             c->trainer->name);
+        tunep_cfgpath_pop(path);
+    }
     return st;
 }
 
@@ -680,9 +213,9 @@ static tune_status parse_stop(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
     json_object_foreach((json_t *)obj, key, v) {
         tunep_cfgpath_push_key(path, key);
         if (strcmp(key, "training_iteration") == 0) {
-            st = want_int(ctx, path, v, 1, INT64_MAX, &c->stop.training_iteration);
+            st = tunep_config_read_int(ctx, path, v, 1, INT64_MAX, &c->stop.training_iteration);
         } else if (strcmp(key, "time_budget_s") == 0) {
-            st = want_number(ctx, path, v, 1e-9, 1e12, &c->stop.time_budget_s);
+            st = tunep_config_read_number(ctx, path, v, 1e-9, 1e12, &c->stop.time_budget_s);
         } else if (strcmp(key, "time_total_s") == 0 || strlen(key) == 0 ||
                    strlen(key) > TUNEP_MAX_METRIC_NAME) {
             st = tunep_cfg_error(ctx, path, 1,
@@ -696,7 +229,7 @@ static tune_status parse_stop(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
                                      : "time_budget_s");
         } else {
             double x = 0;
-            st = want_number(ctx, path, v, -HUGE_VAL, HUGE_VAL, &x);
+            st = tunep_config_read_number(ctx, path, v, -HUGE_VAL, HUGE_VAL, &x);
             if (!st) {
                 struct tunep_threshold *t = &c->stop.thresholds[c->stop.n_thresholds];
                 t->metric = tunep_strdup(key);
@@ -723,7 +256,7 @@ static int valid_name(const char *s)
     return s[0] != '.';
 }
 
-/* Ray's resources_per_trial: {"cpu": n, "gpu": f}; used by the bert trainer. */
+/* Ray's resources_per_trial: {"cpu": n, "gpu": f}, handed to the trainer. */
 static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                    const json_t *obj, struct tunep_config *c)
 {
@@ -739,10 +272,10 @@ static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_
         tunep_cfgpath_push_key(path, key);
         if (strcmp(key, "cpu") == 0) {
             int64_t n = 0;
-            st = want_int(ctx, path, v, 1, 4096, &n);
-            c->bert.resources_cpu = (int)n;
+            st = tunep_config_read_int(ctx, path, v, 1, 4096, &n);
+            c->resources_cpu = (int)n;
         } else {
-            st = want_number(ctx, path, v, 0, 1, &c->bert.resources_gpu);
+            st = tunep_config_read_number(ctx, path, v, 0, 1, &c->resources_gpu);
         }
         tunep_cfgpath_pop(path);
     }
@@ -756,6 +289,7 @@ static long default_concurrency(void)
 }
 
 static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_space *given_space,
+                             const struct tunep_trainer_type *const *trainers,
                              struct tunep_config *c)
 {
     static const char *const known[] = {
@@ -775,12 +309,12 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     json_object_foreach(root, key, v) {
         tunep_cfgpath_push_key(&path, key);
         if (strcmp(key, "name") == 0) {
-            st = want_string(ctx, &path, v, 128, &c->name);
+            st = tunep_config_read_string(ctx, &path, v, 128, &c->name);
             if (!st && !valid_name(c->name))
                 st = tunep_cfg_error(ctx, &path, 0,
                                      "expected letters, digits, '_', '-' or '.' (it names a folder)");
         } else if (strcmp(key, "metric") == 0) {
-            st = want_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
+            st = tunep_config_read_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
         } else if (strcmp(key, "mode") == 0) {
             if (json_is_string(v) && strcmp(json_string_value(v), "max") == 0)
                 c->mode_max = 1;
@@ -789,19 +323,19 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
             else
                 st = tunep_cfg_error(ctx, &path, 0, "expected \"max\" or \"min\"");
         } else if (strcmp(key, "num_samples") == 0) {
-            st = want_int(ctx, &path, v, 1, TUNEP_MAX_SAMPLES, &c->num_samples);
+            st = tunep_config_read_int(ctx, &path, v, 1, TUNEP_MAX_SAMPLES, &c->num_samples);
         } else if (strcmp(key, "seed") == 0) {
             int64_t seed = 0;
-            st = want_int(ctx, &path, v, 0, INT64_MAX, &seed);
+            st = tunep_config_read_int(ctx, &path, v, 0, INT64_MAX, &seed);
             c->seed = (uint64_t)seed;
             c->seed_given = 1;
         } else if (strcmp(key, "max_concurrent_trials") == 0) {
             int64_t n = 0;
-            st = want_int(ctx, &path, v, 1, TUNEP_MAX_CONCURRENT, &n);
+            st = tunep_config_read_int(ctx, &path, v, 1, TUNEP_MAX_CONCURRENT, &n);
             c->max_concurrent = (int)n;
         } else if (strcmp(key, "max_failures") == 0) {
             int64_t n = 0;
-            st = want_int(ctx, &path, v, -1, 1000000, &n);
+            st = tunep_config_read_int(ctx, &path, v, -1, 1000000, &n);
             c->max_failures = (int)n;
         } else if (strcmp(key, "isolation") == 0) {
             if (json_is_string(v) && strcmp(json_string_value(v), "thread") == 0)
@@ -813,17 +347,17 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         } else if (strcmp(key, "resources_per_trial") == 0) {
             st = parse_resources(ctx, &path, v, c);
         } else if (strcmp(key, "checkpoint_frequency") == 0) {
-            st = want_int(ctx, &path, v, 0, INT64_MAX, &c->checkpoint_frequency);
+            st = tunep_config_read_int(ctx, &path, v, 0, INT64_MAX, &c->checkpoint_frequency);
         } else if (strcmp(key, "trial_timeout_s") == 0) {
-            st = want_number(ctx, &path, v, 1e-3, 1e9, &c->trial_timeout_s);
+            st = tunep_config_read_number(ctx, &path, v, 1e-3, 1e9, &c->trial_timeout_s);
         } else if (strcmp(key, "storage") == 0) {
-            st = want_string(ctx, &path, v, 4000, &c->storage);
+            st = tunep_config_read_string(ctx, &path, v, 4000, &c->storage);
         } else if (strcmp(key, "search") == 0) {
             st = tunep_config_parse_search(ctx, &path, v, c);
         } else if (strcmp(key, "scheduler") == 0) {
             st = tunep_config_parse_scheduler(ctx, &path, v, &c->scheduler);
         } else if (strcmp(key, "trainer") == 0) {
-            st = parse_trainer(ctx, &path, v, c);
+            st = parse_trainer(ctx, &path, v, trainers, c);
         } else if (strcmp(key, "stop") == 0) {
             st = parse_stop(ctx, &path, v, c);
         } else if (strcmp(key, "param_space") == 0) {
@@ -859,17 +393,8 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         tunep_cfgpath_pop(&path);
         return st;
     }
-    if (c->trainer == TUNEP_TRAINER_COMMAND && (st = check_command_templates(ctx, &path, c)))
+    if ((st = check_trainer(ctx, &path, c)))
         return st;
-    if (c->trainer == TUNEP_TRAINER_COMMAND && c->isolation_process) {
-        /* A forked trial process killed on a timeout would leave the program running. */
-        tunep_cfgpath_push_key(&path, "isolation");
-        st = tunep_cfg_error(ctx, &path, 0,
-                             "\"process\" is for objectives in tune's own process; the command "
-                             "trainer's program is a process of its own already");
-        tunep_cfgpath_pop(&path);
-        return st;
-    }
     if ((st = tunep_config_check_search(ctx, c)))
         return st;
     /* PBT's hyperparam_mutations name parameters: checked once param_space is known. */
@@ -905,26 +430,10 @@ void tunep_config_done(struct tunep_config *c)
     tunep_free(c->stop.thresholds);
     tunep_free(c->storage);
     tunep_free(c->json);
-    tunep_free(c->synthetic.answer_log);
-    tunep_free(c->bert.train);
-    tunep_free(c->bert.dev);
-    tunep_free(c->bert.vocab);
-    tunep_free(c->bert.checkpoint);
-    for (size_t i = 0; c->command.argv && i < c->command.argc; i++)
-        tunep_free(c->command.argv[i]);
-    tunep_free(c->command.argv);
-    for (size_t i = 0; i < c->command.n_env; i++) {
-        tunep_free(c->command.env_names[i]);
-        tunep_free(c->command.env_values[i]);
-    }
-    tunep_free(c->command.env_names);
-    tunep_free(c->command.env_values);
-    tunep_free(c->command.cwd);
-    tunep_free(c->plugin.library);
-    tunep_free(c->plugin.symbol);
-    tunep_free(c->plugin.init_symbol);
-    tunep_free(c->plugin.fini_symbol);
-    tunep_free(c->plugin.data);
+    if (c->trainer && c->trainer_cfg)
+        tunep_options_done(c->trainer->options, c->trainer_cfg);
+    tunep_free(c->trainer_cfg);
+    tunep_free(c->trainer_name);
     memset(c, 0, sizeof *c);
 }
 
@@ -937,23 +446,10 @@ static void config_defaults(struct tunep_config *c)
     c->max_failures = 0;
     tunep_config_search_defaults(c);
     tunep_scheduler_config_default(&c->scheduler);
-    c->synthetic.iterations = 100;
-    c->synthetic.noise = 0.005;
-    /* bert-tiny shapes (L2 H128 A2 I512) for random initialisation. */
-    c->bert.layers = 2;
-    c->bert.hidden = 128;
-    c->bert.heads = 2;
-    c->bert.intermediate = 512;
-    c->bert.max_position = 512;
-    c->bert.epochs = 3;
-    c->bert.max_seq_len = 128;
-    c->bert.eval_batch_size = 128;
-    c->bert.lowercase = 1;
-    c->command.kill_grace_s = 10;
-    c->command.report_fd = 3;
 }
 
 tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,
+                               const struct tunep_trainer_type *const *trainers,
                                struct tunep_config *out, tune_error *err)
 {
     struct tunep_cfgctx ctx = {text, len, source ? source : "<string>", err};
@@ -978,7 +474,7 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
                                 jerr.text);
         goto fail;
     }
-    st = parse_top(&ctx, root, space, &c);
+    st = parse_top(&ctx, root, space, trainers, &c);
     if (!st) {
         c.json = json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII); /* malloc'd by jansson */
         char *copy = c.json ? tunep_strdup(c.json) : NULL;

@@ -9,7 +9,7 @@
 
 #include "base/base.h"
 #include "base/options.h"
-#include "models/device/device.h"
+#include "base/trainer_type.h"
 #include "schedulers/scheduler.h"
 #include "search/searcher.h"
 #include "search/space.h"
@@ -17,7 +17,6 @@
 #define TUNEP_MAX_SAMPLES 100000000LL  /* num_samples; the grid multiplies it */
 #define TUNEP_MAX_TRIALS 1000000000LL  /* grid points x num_samples */
 #define TUNEP_MAX_CONCURRENT 4096
-#define TUNEP_MAX_METRIC_NAME 128
 #define TUNEP_MAX_CONFIG_BYTES (16u << 20)
 
 enum tunep_search_algo {
@@ -28,64 +27,6 @@ enum tunep_search_algo {
     TUNEP_SEARCH_SOBOL = 4,  /* search/qmc.c */
     TUNEP_SEARCH_LHS = 5,    /* search/qmc.c */
     TUNEP_SEARCH_BOHB = 6,   /* TPE per budget with the hyperband scheduler (search/bohb.c) */
-};
-
-enum tunep_trainer_type {
-    TUNEP_TRAINER_NONE = 0,  /* the C API sets an objective */
-    TUNEP_TRAINER_SYNTHETIC = 1,
-    TUNEP_TRAINER_BERT = 2,
-    TUNEP_TRAINER_COMMAND = 3, /* an external program per attempt (trainers/command.c) */
-    TUNEP_TRAINER_PLUGIN = 4,  /* a tune_objective_fn from a shared library (trainers/plugin.c) */
-};
-
-/* The BERT fine-tuning trainer's fixed settings (per-trial ones come from the trial's config). */
-struct tunep_bert_trainer_config {
-    char *train, *dev, *vocab; /* TSV files and vocab.txt */
-    char *checkpoint;          /* a Hugging Face BERT folder, or NULL for random initialisation */
-    int layers, hidden, heads, intermediate, max_position; /* the model without a checkpoint */
-    int epochs;                /* 3 */
-    int64_t eval_every;        /* steps between evaluations; 0: once per epoch */
-    int64_t max_train_examples, max_eval_examples; /* 0: all */
-    int max_seq_len;           /* 128 */
-    int eval_batch_size;       /* 128 */
-    int threads;               /* per trial; 0: resources_per_trial.cpu, else the cores divided
-                                * among concurrent trials */
-    int resources_cpu;         /* resources_per_trial.cpu; 0: not given */
-    double resources_gpu;      /* resources_per_trial.gpu: the share of one GPU a trial takes;
-                                * 0: none (the CPU); -1: not given (a whole GPU when the
-                                * device is a GPU) */
-    int lowercase;             /* 1 */
-    struct tunep_device device; /* "device": cpu (the default), auto, cuda, cuda:N */
-    int tf32;                  /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA; 0: fp32 */
-};
-
-struct tunep_synthetic_config {
-    int64_t iterations; /* reports per trial unless stopped earlier; 100 */
-    double sleep_s;     /* per iteration; 0 */
-    double fail_prob;   /* per iteration; 0 */
-    double noise;       /* sd of the Gaussian noise on val_accuracy; 0.005 */
-    int report_true;    /* also report the noise-free "true_accuracy"; 0 */
-    int report_loss;    /* also report "val_loss" = 1 - val_accuracy; 0 */
-    char *answer_log;   /* append "trial attempt iteration" per answered report (crash tests) */
-};
-
-/* "type": "command": argv and env values are templates with {name} placeholders. */
-struct tunep_command_config {
-    char **argv;              /* argc templates */
-    size_t argc;
-    char **env_names, **env_values; /* n_env variables added to tune's environment */
-    size_t n_env;
-    char *cwd;                /* the program's working folder; NULL: tune's */
-    double kill_grace_s;      /* SIGTERM -> SIGKILL of a stopped trial's process group; 10 */
-    int report_fd;            /* the report pipe's descriptor number in the program; 3 */
-};
-
-/* "type": "plugin": a tune_objective_fn loaded with dlopen. */
-struct tunep_plugin_config {
-    char *library, *symbol;
-    char *init_symbol, *fini_symbol; /* NULL: none */
-    char *data;                      /* "data" as compact JSON text; NULL when absent */
-    int line[4], column[4];          /* of library, symbol, init_symbol, fini_symbol, for errors */
 };
 
 struct tunep_threshold {
@@ -116,11 +57,13 @@ struct tunep_config {
     struct tunep_qmc_config qmc;  /* sobol and lhs */
     int64_t checkpoint_frequency; /* ask for a checkpoint every n iterations; 0: never */
     struct tunep_scheduler_config scheduler;
-    enum tunep_trainer_type trainer;
-    struct tunep_synthetic_config synthetic;
-    struct tunep_bert_trainer_config bert;
-    struct tunep_command_config command;
-    struct tunep_plugin_config plugin;
+    /* The "trainer" section: its row, found by "type" among the types the
+     * parser was given, and its settings, read with the row's options. */
+    const struct tunep_trainer_type *trainer; /* NULL: none, or not looked up */
+    void *trainer_cfg;            /* trainer->config_size bytes, owned */
+    char *trainer_name;           /* the section's "type"; NULL without a section */
+    int resources_cpu;            /* resources_per_trial.cpu; 0: not given */
+    double resources_gpu;         /* resources_per_trial.gpu; 0: not given */
     struct tunep_stop_config stop;
     char *storage;                /* experiment folder or ":memory:" */
     int isolation_process;        /* "isolation": "process": each trial in a child process */
@@ -131,9 +74,13 @@ struct tunep_config {
 /*
  * Parses and validates a config document. When `space` is not NULL the config
  * must not have a param_space and the space is taken (even on failure).
- * `source` names the document in errors. On failure out is left empty.
+ * `source` names the document in errors. `trainers` (NULL-terminated) are
+ * the trainer types the "trainer" section may name; NULL reads only the
+ * section's "type" (readers of a stored experiment, whose trainer files may
+ * be gone). On failure out is left empty.
  */
 tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,
+                               const struct tunep_trainer_type *const *trainers,
                                struct tunep_config *out, tune_error *err);
 void tunep_config_done(struct tunep_config *c);
 
@@ -145,9 +92,8 @@ void tunep_config_done(struct tunep_config *c);
 tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                      const char *key, const char *const *known, size_t n_known);
 
-/* "random", "grid", "tpe", ...; "synthetic", "none", .... Static strings. */
+/* "random", "grid", "tpe", .... Static strings. */
 const char *tunep_search_algo_name(enum tunep_search_algo a);
-const char *tunep_trainer_name(enum tunep_trainer_type t);
 
 /* Reads a whole file (limit TUNEP_MAX_CONFIG_BYTES) into a NUL-terminated buffer. */
 tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err);

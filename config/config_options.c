@@ -20,7 +20,7 @@ static tune_status oom(const struct tunep_cfgctx *ctx)
     return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
 }
 
-static tune_status read_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+tune_status tunep_config_read_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                const json_t *v, size_t max, char **ret)
 {
     if (!json_is_string(v))
@@ -41,7 +41,7 @@ static tune_status read_string(const struct tunep_cfgctx *ctx, struct tunep_cfgp
 static tune_status read_path(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                              const json_t *v, int dir, char **ret)
 {
-    tune_status st = read_string(ctx, path, v, DEFAULT_MAX_STRING, ret);
+    tune_status st = tunep_config_read_string(ctx, path, v, DEFAULT_MAX_STRING, ret);
     if (st)
         return st;
     struct stat sb;
@@ -54,7 +54,7 @@ static tune_status read_path(const struct tunep_cfgctx *ctx, struct tunep_cfgpat
     return TUNE_OK;
 }
 
-static tune_status read_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+tune_status tunep_config_read_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                             const json_t *v, int64_t lo, int64_t hi, int64_t *ret)
 {
     if (!json_is_integer(v))
@@ -67,7 +67,7 @@ static tune_status read_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath
     return TUNE_OK;
 }
 
-static tune_status read_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+tune_status tunep_config_read_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                const json_t *v, double lo, double hi, double *ret)
 {
     if (!json_is_number(v))
@@ -208,21 +208,21 @@ static tune_status read_value(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
             *(int *)f = json_is_true(v);
             break;
         case TUNEP_OPT_INT:
-            if (!(st = read_int(ctx, path, v, (int64_t)o->lo, (int64_t)o->hi, &x)))
+            if (!(st = tunep_config_read_int(ctx, path, v, (int64_t)o->lo, (int64_t)o->hi, &x)))
                 *(int *)f = (int)x;
             break;
         case TUNEP_OPT_INT64:
-            st = read_int(ctx, path, v, (int64_t)o->lo, o->hi == 0 ? INT64_MAX : (int64_t)o->hi,
+            st = tunep_config_read_int(ctx, path, v, (int64_t)o->lo, o->hi == 0 ? INT64_MAX : (int64_t)o->hi,
                           (int64_t *)f);
             break;
-        case TUNEP_OPT_NUMBER: st = read_number(ctx, path, v, o->lo, o->hi, (double *)f); break;
+        case TUNEP_OPT_NUMBER: st = tunep_config_read_number(ctx, path, v, o->lo, o->hi, (double *)f); break;
         case TUNEP_OPT_STRING:
-            st = read_string(ctx, path, v, o->hi > 0 ? (size_t)o->hi : DEFAULT_MAX_STRING,
+            st = tunep_config_read_string(ctx, path, v, o->hi > 0 ? (size_t)o->hi : DEFAULT_MAX_STRING,
                              (char **)f);
             break;
         case TUNEP_OPT_TEXT: {
             char *s = NULL;
-            if (!(st = read_string(ctx, path, v, (size_t)o->hi - 1, &s)))
+            if (!(st = tunep_config_read_string(ctx, path, v, (size_t)o->hi - 1, &s)))
                 memcpy(f, s, strlen(s) + 1);
             tunep_free(s);
             break;

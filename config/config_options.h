@@ -24,6 +24,14 @@ tune_status tunep_config_read_options(const struct tunep_cfgctx *ctx, struct tun
                                       const char *const *extra_keys, const char *expected,
                                       void *cfg);
 
+/* One value (at path) of the kind each name says, with the same messages as tables get. */
+tune_status tunep_config_read_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const json_t *v, size_t max, char **ret);
+tune_status tunep_config_read_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                  const json_t *v, int64_t lo, int64_t hi, int64_t *ret);
+tune_status tunep_config_read_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const json_t *v, double lo, double hi, double *ret);
+
 /*
  * The positioned config error for a component's own check (e->path is
  * relative to path, the section). Returns e->code.

@@ -240,11 +240,10 @@ tune_status tunep_config_check_search(const struct tunep_cfgctx *ctx, struct tun
             return error_at(ctx, "search", "algorithm",
                             "PBT explores the space by itself: use search \"random\" with the "
                             "pbt scheduler");
-        if (c->trainer != TUNEP_TRAINER_NONE && c->trainer != TUNEP_TRAINER_SYNTHETIC &&
-            c->trainer != TUNEP_TRAINER_BERT) {
+        if (c->trainer && !c->trainer->can_checkpoint) {
             snprintf(msg, sizeof msg,
                      "the pbt scheduler copies checkpoints, and trainer \"%s\" does not save any",
-                     tunep_trainer_name(c->trainer));
+                     c->trainer->name);
             return error_at(ctx, "scheduler", "type", msg);
         }
         if (c->isolation_process)

@@ -30,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainers/trainer.h"
+/* The rank's place among the ranks on its node, from tune_mpi_init() (MPI is
+ * process-wide state already); -1 before it. */
+static int node_rank = -1;
+
 
 #define MAX_MSG_METRICS 1024
 
@@ -343,6 +346,14 @@ tune_status tune_mpi_init(int *argc, char ***argv, int *ret_rank, int *ret_size,
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* This rank's place among the ranks of its node (collective: every rank
+     * passes here), for trainers that give each rank its own GPU. */
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &node_rank);
+        MPI_Comm_free(&node);
+    }
     *ret_rank = rank;
     *ret_size = size;
     return TUNE_OK;
@@ -384,6 +395,9 @@ tune_status tune_mpi_serve(tune_study *s, int trials_per_rank, tune_error *err)
 {
     if (!s || trials_per_rank < 1 || !s->fn)
         return tunep_error_set(err, TUNE_EINVAL, "tune_mpi_serve: no study or objective");
+    tune_status prep = tunep_study_prepare_trainer(s, trials_per_rank, node_rank, err);
+    if (prep)
+        return prep;
     struct slot_arg *args = tunep_calloc((size_t)trials_per_rank, sizeof *args);
     pthread_t *threads = tunep_calloc((size_t)trials_per_rank, sizeof *threads);
     if (!args || !threads) {

@@ -318,7 +318,7 @@ tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error 
      * moved, say) still leaves everything stored readable. */
     s->total_trials = s->n_trials;
     struct tunep_config parsed;
-    if (tunep_config_parse(s->cfg.json, strlen(s->cfg.json), dir, NULL, &parsed, NULL) == TUNE_OK) {
+    if (tunep_config_parse(s->cfg.json, strlen(s->cfg.json), dir, NULL, NULL, &parsed, NULL) == TUNE_OK) {
         int64_t total = (int64_t)tunep_space_grid_size(parsed.space,
                                                        parsed.search == TUNEP_SEARCH_GRID, NULL) *
                         parsed.num_samples;

@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "base/rng.h"
-#include "trainers/trainer.h"
 #include "engine/trial_dir.h"
 
 /* ---- time ---------------------------------------------------------------- */
@@ -186,8 +185,10 @@ static tune_status study_alloc(struct tune_study **ret, tune_error *err)
     return TUNE_OK;
 }
 
-static tune_status study_from_config(const char *text, size_t len, const char *source,
-                                     tune_space *space, tune_study **ret, tune_error *err)
+tune_status tunep_study_new_from_config(const char *text, size_t len, const char *source,
+                                        tune_space *space,
+                                        const struct tunep_trainer_type *const *trainers,
+                                        tune_study **ret, tune_error *err)
 {
     struct tune_study *s = NULL;
     tune_status st = study_alloc(&s, err);
@@ -195,7 +196,7 @@ static tune_status study_from_config(const char *text, size_t len, const char *s
         tune_space_free(space);
         return st;
     }
-    st = tunep_config_parse(text, len, source, space, &s->cfg, err);
+    st = tunep_config_parse(text, len, source, space, trainers, &s->cfg, err);
     if (st) {
         tune_study_free(s);
         return st;
@@ -214,71 +215,19 @@ static tune_status study_from_config(const char *text, size_t len, const char *s
     s->expand_choices = s->cfg.search == TUNEP_SEARCH_GRID;
     uint64_t grid = tunep_space_grid_size(s->cfg.space, s->expand_choices, NULL);
     s->total_trials = (int64_t)grid * s->cfg.num_samples;
-    if (s->cfg.trainer == TUNEP_TRAINER_SYNTHETIC) {
-        s->fn = tunep_synthetic_objective;
-        s->fn_data = &s->cfg.synthetic;
-    } else if (s->cfg.trainer == TUNEP_TRAINER_BERT) {
-        int concurrency = s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent
-                                                                   : (int)s->total_trials;
-        st = tunep_bert_trainer_new(&s->cfg.bert, concurrency, &s->bert, err);
-        if (st) {
+    const struct tunep_trainer_type *tt = s->cfg.trainer;
+    if (tt) {
+        s->trainer_state = s->cfg.trainer_cfg;
+        if (tt->create && (st = tt->create(s->cfg.trainer_cfg, source, &s->trainer_state, err))) {
+            s->trainer_state = NULL;
             tune_study_free(s);
             return st;
         }
-        s->fn = tunep_bert_objective;
-        s->fn_data = s->bert;
-    } else if (s->cfg.trainer == TUNEP_TRAINER_COMMAND) {
-        st = tunep_command_trainer_new(&s->cfg.command, &s->command, err);
-        if (st) {
-            tune_study_free(s);
-            return st;
-        }
-        s->fn = tunep_command_objective;
-        s->fn_data = s->command;
-    } else if (s->cfg.trainer == TUNEP_TRAINER_PLUGIN) {
-        /* Loaded now, so that `tune validate` reports a missing library or symbol. */
-        st = tunep_plugin_open(&s->cfg.plugin, source, &s->plugin, err);
-        if (st) {
-            tune_study_free(s);
-            return st;
-        }
-        s->fn = tunep_plugin_objective;
-        s->fn_data = s->plugin;
+        s->fn = tt->objective;
+        s->fn_data = s->trainer_state;
     }
     *ret = s;
     return TUNE_OK;
-}
-
-tune_status tune_study_new_from_json(const char *json, const char *source, tune_study **ret_study,
-                                     tune_error *err)
-{
-    if (!json || !ret_study)
-        return tunep_error_set(err, TUNE_EINVAL, "json and ret_study must not be NULL");
-    return study_from_config(json, strlen(json), source, NULL, ret_study, err);
-}
-
-tune_status tune_study_new_with_space(const char *json, tune_space *space, tune_study **ret_study,
-                                      tune_error *err)
-{
-    if (!json || !space || !ret_study) {
-        tune_space_free(space);
-        return tunep_error_set(err, TUNE_EINVAL, "json, space and ret_study must not be NULL");
-    }
-    return study_from_config(json, strlen(json), NULL, space, ret_study, err);
-}
-
-tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, tune_error *err)
-{
-    if (!path || !ret_study)
-        return tunep_error_set(err, TUNE_EINVAL, "path and ret_study must not be NULL");
-    char *text;
-    size_t len;
-    tune_status st = tunep_read_file(path, &text, &len, err);
-    if (st)
-        return st;
-    st = study_from_config(text, len, path, NULL, ret_study, err);
-    tunep_free(text);
-    return st;
 }
 
 void tune_study_free(tune_study *s)
@@ -299,9 +248,8 @@ void tune_study_free(tune_study *s)
             tunep_free((char *)s->param_names[i]);
     tunep_free(s->param_names);
     tunep_scheduler_free(s->sched);
-    tunep_bert_trainer_free(s->bert);
-    tunep_command_trainer_free(s->command);
-    tunep_plugin_free(s->plugin);
+    if (s->cfg.trainer && s->cfg.trainer->create && s->cfg.trainer->free)
+        s->cfg.trainer->free(s->trainer_state);
     tunep_store_close(s->store);
     tunep_config_done(&s->cfg);
     pthread_mutex_destroy(&s->lock);
@@ -328,8 +276,9 @@ tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags)
     return TUNE_OK;
 }
 
-tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
-                              tune_error *err)
+tune_status tunep_study_resume(const char *dir, unsigned flags,
+                               const struct tunep_trainer_type *const *trainers,
+                               tune_study **ret_study, tune_error *err)
 {
     if (!dir || !ret_study)
         return tunep_error_set(err, TUNE_EINVAL, "dir and ret_study must not be NULL");
@@ -349,7 +298,8 @@ tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_
         st = tunep_store_read_experiment(store, &row, err);
     tunep_store_close(store);
     if (!st)
-        st = study_from_config(row.config_json, strlen(row.config_json), db, NULL, &s, err);
+        st = tunep_study_new_from_config(row.config_json, strlen(row.config_json), db, NULL,
+                                         trainers, &s, err);
     if (!st && (tune_study_set_storage(s, dir) || tune_study_set_resume_flags(s, flags)))
         st = tunep_error_set(err, TUNE_EINVAL, "invalid resume flags");
     tunep_store_experiment_done(&row);
@@ -738,6 +688,12 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
     struct tunep_trial_rec *rec = t->rec;
     tune_trial_status status;
     const char *error = NULL;
+    if (ret == TUNE_EINTERRUPTED) {
+        /* The objective stopped because the study is stopping: it goes back to PENDING. */
+        if (t->end == TUNEP_END_NONE)
+            t->end = TUNEP_END_INTERRUPTED;
+        ret = TUNE_OK;
+    }
     if (s->have_work_cond)
         pthread_cond_broadcast(&s->work_cond);
     if ((t->end == TUNEP_END_PAUSED || t->end == TUNEP_END_EXPLOIT) && !t->fail_now &&
@@ -896,6 +852,31 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, int local_rank,
+                                        tune_error *err)
+{
+    const struct tunep_trainer_type *tt = s->cfg.trainer;
+    if (!tt || s->fn != tt->objective)
+        return TUNE_OK; /* tune_study_set_objective() replaced it */
+    struct tunep_trainer_env env = {
+        .concurrency = concurrency > 0 ? concurrency : 1,
+        .local_rank = local_rank,
+        .resources_cpu = s->cfg.resources_cpu,
+        .resources_gpu = s->cfg.resources_gpu,
+        .source = s->cfg.storage,
+    };
+    tune_status st = tt->prepare ? tt->prepare(s->trainer_state, &env, err) : TUNE_OK;
+    if (st)
+        return st;
+    struct tunep_trial_resources r = {1, 0};
+    if (tt->resources)
+        tt->resources(s->trainer_state, &env, &r);
+    tunep_log(TUNE_LOG_INFO, "trainer %s: %d at once, each with %d CPU thread%s%s", tt->name,
+              env.concurrency, r.cpu_threads, r.cpu_threads == 1 ? "" : "s",
+              r.gpu_share > 0 ? " and a share of a GPU" : "");
+    return TUNE_OK;
+}
+
 tune_status tune_study_run(tune_study *s, tune_error *err)
 {
     if (!s)
@@ -911,9 +892,9 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
     s->has_run = 1;
     tune_status st;
     /* Data errors (a malformed TSV line) stop the run before anything is written. */
-    if (s->bert && s->fn == tunep_bert_objective && (st = tunep_bert_trainer_prepare(s->bert, err)))
-        return st;
-    if (s->plugin && s->fn == tunep_plugin_objective && (st = tunep_plugin_prepare(s->plugin, err)))
+    int concurrency = s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent
+                                                               : (int)s->total_trials;
+    if ((st = tunep_study_prepare_trainer(s, concurrency, -1, err)))
         return st;
     st = tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
     if (st)

@@ -99,9 +99,7 @@ struct tune_study {
     struct tunep_config cfg;
     tune_objective_fn fn;
     void *fn_data;
-    struct tunep_bert_trainer *bert; /* the bert trainer's shared state, when it is the trainer */
-    struct tunep_command_trainer *command; /* the command trainer's, likewise */
-    struct tunep_plugin *plugin;           /* the loaded plugin, likewise */
+    void *trainer_state;    /* cfg.trainer's state (its create()), while the study lives */
     int readonly;           /* opened from an experiment folder */
     unsigned resume_flags;  /* TUNE_RESUME_* */
     const char **param_names; /* n_params names: into the space, or owned when readonly */
@@ -167,6 +165,28 @@ int64_t tunep_study_best_trial(const struct tune_study *s);
 void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st);
 /* Frees a trial record, and its string values when it owns them. */
 void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
+/*
+ * Creates a study from a config document (tune_study_new_from_json and its
+ * kin): `trainers` are the trainer types its "trainer" section may name
+ * (NULL-terminated; the registry's, handed down by the layer above). The
+ * space, when given, is taken even on failure.
+ */
+tune_status tunep_study_new_from_config(const char *text, size_t len, const char *source,
+                                        tune_space *space,
+                                        const struct tunep_trainer_type *const *trainers,
+                                        tune_study **ret_study, tune_error *err);
+/* tune_study_resume() with the trainer types to rebuild the stored config with. */
+tune_status tunep_study_resume(const char *dir, unsigned flags,
+                               const struct tunep_trainer_type *const *trainers,
+                               tune_study **ret_study, tune_error *err);
+/*
+ * The trainer's prepare(), once per process before the first trial, with
+ * where this process runs trials (concurrency, MPI local rank); its errors
+ * stop the run before any trial.
+ */
+tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, int local_rank,
+                                        tune_error *err);
+
 /* Continues the experiment stored at db (resume.c). Scheduler created, lock not needed. */
 tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err);
 /* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */

@@ -141,6 +141,27 @@ void tune_trial_set_error(tune_trial *t, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *tune_trial_error(const tune_trial *t)
+{
+    return t ? t->error : "";
+}
+
+int tune_trial_should_stop(const tune_trial *t)
+{
+    return t && atomic_load(&t->study->stop_requested);
+}
+
+double tune_trial_timeout_s(const tune_trial *t)
+{
+    return t && t->study->cfg.trial_timeout_s > 0 ? t->study->cfg.trial_timeout_s : (double)INFINITY;
+}
+
+double tune_trial_time_left(const tune_trial *t)
+{
+    double limit = tune_trial_timeout_s(t);
+    return isinf(limit) ? (double)INFINITY : limit - (tunep_now_monotonic() - t->t0);
+}
+
 /* Keeps the trial's last value of each metric, for progress and best. Lock held. */
 static int remember(struct tune_study *s, struct tunep_trial_rec *rec, size_t n,
                     const char *const *names, const double *values)

@@ -21,7 +21,6 @@
 #define TUNEP_SPACE_MAX_PARAMS  1024
 #define TUNEP_SPACE_MAX_CHOICES 100000
 #define TUNEP_SPACE_MAX_GRID    1000000 /* grid points before num_samples repeats */
-#define TUNEP_SPACE_MAX_NAME    255
 
 enum tunep_vtype {
     TUNEP_V_DOUBLE = 0,

@@ -862,7 +862,7 @@ static void scheduler_info(const struct tunep_store_experiment_row *exp, const c
     struct tunep_config cfg;
     const char *text = exp->config_json ? exp->config_json : "{}";
     tunep_buf_puts(json, "\"rungs\":[");
-    if (tunep_config_parse(text, strlen(text), source, NULL, &cfg, NULL) != TUNE_OK) {
+    if (tunep_config_parse(text, strlen(text), source, NULL, NULL, &cfg, NULL) != TUNE_OK) {
         tunep_buf_puts(html, "unknown: the stored config does not validate here");
         tunep_buf_puts(json, "],\"time_attr\":\"training_iteration\"");
         return;

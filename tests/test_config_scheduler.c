@@ -326,7 +326,7 @@ START_TEST(test_full_errors)
     struct tunep_config c;
     tune_error err;
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(tunep_config_parse(k->json, strlen(k->json), "sweep.json", NULL, &c, &err),
+    ck_assert_int_eq(tunep_config_parse(k->json, strlen(k->json), "sweep.json", NULL, NULL, &c, &err),
                      TUNE_ECONFIG);
     ck_assert_msg(strcmp(err.text, k->text) == 0, "case %d: '%s'", _i, err.text);
     ck_assert_msg(err.line == k->line && err.column == k->column, "case %d: at %d:%d, want %d:%d",
@@ -345,7 +345,7 @@ START_TEST(test_full_ok)
         " \"param_space\": {\"bs\": {\"choice\": [16, 32]}, \"model\": {\"lr\": 0.01}}}";
     struct tunep_config c;
     tune_error err;
-    ck_assert_msg(tunep_config_parse(text, strlen(text), "x.json", NULL, &c, &err) == TUNE_OK, "%s",
+    ck_assert_msg(tunep_config_parse(text, strlen(text), "x.json", NULL, NULL, &c, &err) == TUNE_OK, "%s",
                   err.text);
     ck_assert_int_eq(c.scheduler.type, TUNEP_SCHED_PBT);
     ck_assert_uint_eq(c.scheduler.pbt.n_mutations, 2);
@@ -370,7 +370,7 @@ START_TEST(test_alloc_failures)
         struct tunep_config c;
         tune_error err;
         tune_test_alloc_fail_after(n);
-        tune_status st = tunep_config_parse(text, strlen(text), "x.json", NULL, &c, &err);
+        tune_status st = tunep_config_parse(text, strlen(text), "x.json", NULL, NULL, &c, &err);
         tune_test_alloc_reset();
         if (!tune_test_alloc_failed()) {
             ck_assert_int_eq(st, TUNE_OK);

@@ -32,10 +32,104 @@
 #include "models/device/device.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
-#include "config/config.h"
 #include "models/device/gpu_pool.h"
+#include "tune_config.h"
 
 #define MAX_CACHED_LENGTHS 8
+
+/* The trainer's section: fixed settings (per-trial ones come from the trial's configuration). */
+struct bert_config {
+    char *train, *dev, *vocab; /* TSV files and vocab.txt */
+    char *checkpoint;          /* a Hugging Face BERT folder, or NULL for random initialisation */
+    int layers, hidden, heads, intermediate, max_position; /* the model without a checkpoint */
+    int epochs;
+    int64_t eval_every;        /* steps between evaluations; 0: once per epoch */
+    int64_t max_train_examples, max_eval_examples; /* 0: all */
+    int max_seq_len;
+    int eval_batch_size;
+    int threads;               /* per trial; 0: resources_per_trial.cpu, else the cores divided
+                                * among concurrent trials */
+    int lowercase;
+    char *device_text;         /* "device": cpu (the default), auto, cuda, cuda:N */
+    int tf32;                  /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA */
+    struct tunep_device device; /* device_text, parsed by check() */
+};
+
+static const char *const precisions[] = {"fp32", "tf32", NULL};
+
+#define ROW(name, type, field, lo, hi, def) \
+    TUNEP_OPT_ROW(name, type, struct bert_config, field, lo, hi, def)
+/* bert-tiny shapes (L2 H128 A2 I512) for random initialisation. */
+static const struct tunep_option model_options[] = {
+    ROW("layers", TUNEP_OPT_INT, layers, 1, 48, 2),
+    ROW("hidden", TUNEP_OPT_INT, hidden, 8, 8192, 128),
+    ROW("heads", TUNEP_OPT_INT, heads, 1, 128, 2),
+    ROW("intermediate", TUNEP_OPT_INT, intermediate, 8, 65536, 512),
+    ROW("max_position", TUNEP_OPT_INT, max_position, 8, 4096, 512),
+    {0},
+};
+static const struct tunep_option bert_options[] = {
+    ROW("train", TUNEP_OPT_FILE, train, 0, 0, 0),
+    ROW("dev", TUNEP_OPT_FILE, dev, 0, 0, 0),
+    ROW("vocab", TUNEP_OPT_FILE, vocab, 0, 0, 0),
+    ROW("checkpoint", TUNEP_OPT_DIR, checkpoint, 0, 0, 0),
+    {.name = "model", .type = TUNEP_OPT_OBJECT, .sub = model_options,
+     .expected = "an object such as {\"layers\": 2}"},
+    ROW("epochs", TUNEP_OPT_INT, epochs, 1, 1000, 3),
+    ROW("eval_every", TUNEP_OPT_INT64, eval_every, 0, 0, 0),
+    ROW("max_train_examples", TUNEP_OPT_INT64, max_train_examples, 0, 0, 0),
+    ROW("max_eval_examples", TUNEP_OPT_INT64, max_eval_examples, 0, 0, 0),
+    ROW("max_seq_len", TUNEP_OPT_INT, max_seq_len, 8, 4096, 128),
+    ROW("eval_batch_size", TUNEP_OPT_INT, eval_batch_size, 1, 4096, 128),
+    ROW("threads", TUNEP_OPT_INT, threads, 0, 256, 0),
+    ROW("lowercase", TUNEP_OPT_BOOL, lowercase, 0, 1, 1),
+    ROW("device", TUNEP_OPT_STRING, device_text, 0, 64, 0),
+    {.name = "precision", .type = TUNEP_OPT_CHOICE, .offset = offsetof(struct bert_config, tf32),
+     .choices = precisions},
+    {0},
+};
+#undef ROW
+
+/* The rules across keys, and the device, once the section is read. */
+static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
+                              struct tunep_opt_error *e)
+{
+    struct bert_config *b = vcfg;
+    (void)ctx;
+    if (b->hidden % b->heads != 0)
+        return tunep_opt_fail(e, "model", 0, "hidden (%d) must be a multiple of heads (%d)",
+                              b->hidden, b->heads);
+    if (b->device_text) {
+        tune_error perr = {0};
+        if (tunep_device_parse(b->device_text, &b->device, &perr) != TUNE_OK)
+            return tunep_opt_fail(e, "device", 0, "%s",
+                                  perr.text[0] ? perr.text
+                                               : "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+        if (b->device.kind == TUNEP_DEVICE_CUDA && !TUNE_HAVE_CUDA)
+            return tunep_opt_fail(e, "device", 0,
+                                  "this build has no CUDA backend (configure with -Dcuda=enabled)");
+    } else {
+        b->device = (struct tunep_device){TUNEP_DEVICE_CPU, -1};
+    }
+    if (!b->train)
+        return tunep_opt_fail(e, "", 0, "missing key 'train' (a path)");
+    if (!b->dev)
+        return tunep_opt_fail(e, "", 0, "missing key 'dev' (a path)");
+    if (!b->vocab && b->checkpoint) {
+        /* A Hugging Face folder carries its vocabulary. */
+        if (!(b->vocab = tunep_asprintf("%s/vocab.txt", b->checkpoint)))
+            return tunep_opt_oom(e);
+        if (access(b->vocab, R_OK) != 0)
+            return tunep_opt_fail(e, "", 0,
+                                  "missing key 'vocab', and the checkpoint has no vocab.txt");
+    }
+    if (!b->vocab)
+        return tunep_opt_fail(e, "", 0, "missing key 'vocab' (a path)");
+    if (!b->checkpoint && b->max_seq_len > b->max_position)
+        return tunep_opt_fail(e, "max_seq_len", 0, "%d is longer than model.max_position (%d)",
+                              b->max_seq_len, b->max_position);
+    return TUNE_OK;
+}
 
 /* A dataset pair tokenized for one max_seq_len. */
 struct cached_data {
@@ -43,9 +137,10 @@ struct cached_data {
     tunep_dataset *train, *dev;
 };
 
-struct tunep_bert_trainer {
-    const struct tunep_bert_trainer_config *cfg; /* borrowed from the study's config */
-    int threads;                                 /* per trial */
+struct bert_trainer {
+    const struct bert_config *cfg; /* borrowed from the study's config */
+    int threads;                   /* per trial */
+    double resources_gpu;          /* resources_per_trial.gpu; 0: not given */
     pthread_mutex_t lock;                        /* guards loading */
     tunep_tokenizer *tok;
     struct cached_data cache[MAX_CACHED_LENGTHS];
@@ -60,33 +155,41 @@ struct tunep_bert_trainer {
     int pinned;
 };
 
-tune_status tunep_bert_trainer_new(const struct tunep_bert_trainer_config *cfg, int concurrency,
-                                   struct tunep_bert_trainer **ret, tune_error *err)
+/* Threads per trial: the setting, else resources_per_trial.cpu, else the cores
+ * shared among the trials that run at once instead of oversubscribing them. */
+static int threads_per_trial(const struct bert_config *cfg, const struct tunep_trainer_env *env)
 {
-    struct tunep_bert_trainer *t = tunep_calloc(1, sizeof *t);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    int concurrency = env && env->concurrency > 0 ? env->concurrency : 1;
+    int n = cfg->threads > 0                      ? cfg->threads
+            : env && env->resources_cpu > 0 ? env->resources_cpu
+                                            : (int)(cores / concurrency);
+    return n < 1 ? 1 : n;
+}
+
+static tune_status bert_create(const void *vcfg, const char *source, void **ret_state,
+                               tune_error *err)
+{
+    (void)source;
+    struct bert_trainer *t = tunep_calloc(1, sizeof *t);
     if (!t)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     if (pthread_mutex_init(&t->lock, NULL)) {
         tunep_free(t);
         return tunep_error_set(err, TUNE_ENOMEM, "cannot create a mutex");
     }
-    t->cfg = cfg;
+    t->cfg = vcfg;
     t->pinned = -1;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1)
-        cores = 1;
-    /* Concurrent trials share the cores instead of oversubscribing them. */
-    t->threads = cfg->threads > 0         ? cfg->threads
-                 : cfg->resources_cpu > 0 ? cfg->resources_cpu
-                                          : (int)(cores / (concurrency > 0 ? concurrency : 1));
-    if (t->threads < 1)
-        t->threads = 1;
-    *ret = t;
+    t->threads = threads_per_trial(t->cfg, NULL);
+    *ret_state = t;
     return TUNE_OK;
 }
 
-void tunep_bert_trainer_free(struct tunep_bert_trainer *t)
+static void bert_free(void *state)
 {
+    struct bert_trainer *t = state;
     if (!t)
         return;
     for (int i = 0; i < t->n_cache; i++) {
@@ -100,7 +203,7 @@ void tunep_bert_trainer_free(struct tunep_bert_trainer *t)
 }
 
 /* The datasets for max_seq_len, loading them on first use. */
-static tune_status get_data(struct tunep_bert_trainer *t, int max_seq_len, struct cached_data **ret,
+static tune_status get_data(struct bert_trainer *t, int max_seq_len, struct cached_data **ret,
                             tune_error *err)
 {
     tune_status st = TUNE_OK;
@@ -150,7 +253,7 @@ out:
 }
 
 /* Says once per study why "device": "auto" runs on the CPU (why: the reason). */
-static void log_device_fallback(struct tunep_bert_trainer *t, const char *why)
+static void log_device_fallback(struct bert_trainer *t, const char *why)
 {
     if (!why[0])
         return;
@@ -162,8 +265,17 @@ static void log_device_fallback(struct tunep_bert_trainer *t, const char *why)
         tunep_log(TUNE_LOG_WARN, "trainer.device \"auto\": %s; trials run on the CPU", why);
 }
 
-tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error *err)
+static double gpu_share(const struct bert_trainer *t)
 {
+    return t->resources_gpu > 0 ? t->resources_gpu : 1.0;
+}
+
+static tune_status bert_prepare(void *state, const struct tunep_trainer_env *env,
+                                tune_error *err)
+{
+    struct bert_trainer *t = state;
+    t->threads = threads_per_trial(t->cfg, env);
+    t->resources_gpu = env->resources_gpu;
     /* A "cuda" device that is not there stops the run before any trial. */
     int cuda = -1;
     char why[300];
@@ -171,16 +283,13 @@ tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error 
     if (st)
         return st;
     log_device_fallback(t, why);
-    if (cuda >= 0 && t->cfg->device.index < 0 && t->cfg->resources_gpu != 0 && !t->pool) {
-        /* Under MPI each rank on a node takes its own GPU; else trials are packed. */
-        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (!lr)
-            lr = getenv("SLURM_LOCALID");
+    if (cuda >= 0 && t->cfg->device.index < 0 && t->resources_gpu != 0 && !t->pool) {
+        /* An MPI worker rank takes its own GPU by its rank on the node; else trials are packed. */
         struct tunep_gpu_pool_options opt = {0};
         if ((st = tunep_gpu_pool_new(&opt, &t->pool, err)))
             return st;
-        if (lr && getenv("TUNE_MPI_WORKER")) {
-            t->pinned = atoi(lr) % tunep_gpu_pool_device_count(t->pool);
+        if (env->local_rank >= 0) {
+            t->pinned = env->local_rank % tunep_gpu_pool_device_count(t->pool);
             tunep_gpu_pool_free(t->pool);
             t->pool = NULL;
         }
@@ -189,9 +298,13 @@ tune_status tunep_bert_trainer_prepare(struct tunep_bert_trainer *t, tune_error 
     return get_data(t, t->cfg->max_seq_len, &data, err);
 }
 
-static double gpu_share(const struct tunep_bert_trainer_config *cfg)
+static void bert_resources(const void *state, const struct tunep_trainer_env *env,
+                           struct tunep_trial_resources *ret)
 {
-    return cfg->resources_gpu > 0 ? cfg->resources_gpu : 1.0;
+    const struct bert_trainer *t = state;
+    (void)env;
+    ret->cpu_threads = t->threads;
+    ret->gpu_share = t->pool || t->pinned >= 0 ? gpu_share(t) : 0;
 }
 
 /*
@@ -199,14 +312,14 @@ static double gpu_share(const struct tunep_bert_trainer_config *cfg)
  * do not use the pool). When none is free now, the trial waits for one: the
  * pool answers "wait" only while other trials hold GPUs, so a release comes.
  */
-static tune_status take_gpu(struct tunep_bert_trainer *t, int *ret_gpu, tune_error *err)
+static tune_status take_gpu(struct bert_trainer *t, int *ret_gpu, tune_error *err)
 {
     *ret_gpu = -1;
     if (!t->pool)
         return TUNE_OK;
     for (;;) {
         int dev = -1;
-        tune_status st = tunep_gpu_pool_acquire(t->pool, gpu_share(t->cfg), 0, &dev, err);
+        tune_status st = tunep_gpu_pool_acquire(t->pool, gpu_share(t), 0, &dev, err);
         if (st || dev >= 0) {
             *ret_gpu = dev;
             return st;
@@ -343,10 +456,10 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
+static tune_status bert_objective(tune_trial *trial, void *user_data)
 {
-    struct tunep_bert_trainer *t = user_data;
-    const struct tunep_bert_trainer_config *cfg = t->cfg;
+    struct bert_trainer *t = user_data;
+    const struct bert_config *cfg = t->cfg;
     tune_error err = {0};
     struct tunep_backend *be = NULL;
     int gpu = -1; /* the pool's GPU for this trial, released at the end */
@@ -429,7 +542,7 @@ tune_status tunep_bert_objective(tune_trial *trial, void *user_data)
     /* resources_per_trial {"gpu": 0} keeps "auto" trials on the CPU, as in Ray. */
     const struct tunep_device cpu_only = {TUNEP_DEVICE_CPU, -1};
     const struct tunep_device *device =
-        cfg->resources_gpu == 0 && cfg->device.kind == TUNEP_DEVICE_AUTO ? &cpu_only : &cfg->device;
+        t->resources_gpu == 0 && cfg->device.kind == TUNEP_DEVICE_AUTO ? &cpu_only : &cfg->device;
     if ((st = tunep_device_open(device, gpu >= 0 ? gpu : t->pinned, t->threads, cfg->tf32, &be,
                                 why, sizeof why, &err)) ||
         (st = tunep_bert_new(&mc, B_max, (int)max_seq_len, be, &m, &err)) ||
@@ -551,6 +664,19 @@ out:
     tunep_bert_free(m);
     tunep_device_close(be);
     if (gpu >= 0)
-        tunep_gpu_pool_release(t->pool, gpu, gpu_share(cfg));
+        tunep_gpu_pool_release(t->pool, gpu, gpu_share(t));
     return st;
 }
+
+const struct tunep_trainer_type tunep_trainer_bert = {
+    .name = "bert",
+    .options = bert_options,
+    .config_size = sizeof(struct bert_config),
+    .check = bert_check,
+    .create = bert_create,
+    .prepare = bert_prepare,
+    .objective = bert_objective,
+    .resources = bert_resources,
+    .free = bert_free,
+    .can_checkpoint = 1,
+};

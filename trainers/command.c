@@ -59,8 +59,6 @@
 #include <sys/prctl.h>
 #endif
 
-#include "config/config.h"
-#include "engine/study.h"
 
 #define REPORT_PREFIX "tune-report"
 /* Longer report lines fail the attempt; longer log lines are logged in pieces. */
@@ -71,9 +69,30 @@
  * keep its pipes open before tune stops reading them. */
 #define DRAIN_S 2.0
 
-struct tunep_command_trainer {
-    const struct tunep_command_config *cfg; /* borrowed from the study's config */
-    locale_t c_locale;                      /* number parsing whatever LC_NUMERIC says */
+/* The trainer's section: argv and env values are templates with {name} placeholders. */
+struct command_config {
+    struct tunep_strv argv;  /* the program and its arguments */
+    struct tunep_strmap env; /* variables added to tune's environment */
+    char *cwd;               /* the program's working folder; NULL: tune's */
+    double kill_grace_s;     /* SIGTERM -> SIGKILL of a stopped trial's process group */
+    int report_fd;           /* the report pipe's descriptor number in the program */
+};
+
+static const struct tunep_option command_options[] = {
+    {.name = "argv", .type = TUNEP_OPT_ARGV, .offset = offsetof(struct command_config, argv),
+     .expected = "a non-empty array of strings such as [\"python3\", \"train.py\", \"--lr\", "
+                 "\"{lr}\"]"},
+    {.name = "env", .type = TUNEP_OPT_ENV, .offset = offsetof(struct command_config, env),
+     .expected = "an object of strings such as {\"OMP_NUM_THREADS\": \"1\"}"},
+    {.name = "cwd", .type = TUNEP_OPT_DIR, .offset = offsetof(struct command_config, cwd)},
+    TUNEP_OPT_ROW("kill_grace_s", TUNEP_OPT_NUMBER, struct command_config, kill_grace_s, 0, 3600, 10),
+    TUNEP_OPT_ROW("report_fd", TUNEP_OPT_INT, struct command_config, report_fd, 3, 1023, 3),
+    {0},
+};
+
+struct command_trainer {
+    const struct command_config *cfg; /* borrowed from the study's config */
+    locale_t c_locale;                /* number parsing whatever LC_NUMERIC says */
 };
 
 /* ---- templates ------------------------------------------------------------ */
@@ -223,10 +242,12 @@ int tunep_command_find_program(const char *program, const char *cwd, const char 
 
 /* ---- the trainer ---------------------------------------------------------- */
 
-tune_status tunep_command_trainer_new(const struct tunep_command_config *cfg,
-                                      struct tunep_command_trainer **ret, tune_error *err)
+static tune_status command_create(const void *vcfg, const char *source, void **ret_state,
+                                  tune_error *err)
 {
-    struct tunep_command_trainer *t = tunep_calloc(1, sizeof *t);
+    const struct command_config *cfg = vcfg;
+    (void)source;
+    struct command_trainer *t = tunep_calloc(1, sizeof *t);
     if (!t)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     t->cfg = cfg;
@@ -235,12 +256,13 @@ tune_status tunep_command_trainer_new(const struct tunep_command_config *cfg,
         tunep_free(t);
         return tunep_error_set(err, TUNE_ENOMEM, "cannot create the C locale");
     }
-    *ret = t;
+    *ret_state = t;
     return TUNE_OK;
 }
 
-void tunep_command_trainer_free(struct tunep_command_trainer *t)
+static void command_free(void *state)
 {
+    struct command_trainer *t = state;
     if (!t)
         return;
     freelocale(t->c_locale);
@@ -265,9 +287,8 @@ struct line_reader {
 enum stop_reason { STOP_NONE = 0, STOP_ANSWER, STOP_INTERRUPT, STOP_TIMEOUT, STOP_FAILED };
 
 struct run {
-    struct tunep_command_trainer *ct;
+    struct command_trainer *ct;
     struct tune_trial *t;
-    struct tune_study *s;
     int log_fd[2]; /* stdout.log, stderr.log; -1: lines go to the log callback */
     struct line_reader in[S_COUNT];
     pid_t pid;
@@ -1074,10 +1095,10 @@ static void note(struct run *r, const char *text)
 static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *ret_n_extra,
                    char **ret_path)
 {
-    const struct tunep_command_config *cfg = r->ct->cfg;
+    const struct command_config *cfg = r->ct->cfg;
     tune_trial *t = r->t;
-    char **argv = tunep_calloc(cfg->argc + 1, sizeof *argv);
-    size_t n_extra = cfg->n_env + 8;
+    char **argv = tunep_calloc(cfg->argv.n + 1, sizeof *argv);
+    size_t n_extra = cfg->env.n + 8;
     char **extra = tunep_calloc(n_extra + 1, sizeof *extra);
     char *params = NULL;
     char bad[TUNEP_SPACE_MAX_NAME + 64];
@@ -1086,10 +1107,10 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
     *ret_extra = extra;
     if (!argv || !extra)
         goto oom;
-    for (size_t i = 0; i < cfg->argc; i++) {
+    for (size_t i = 0; i < cfg->argv.n; i++) {
         struct tunep_buf b;
         tunep_buf_init(&b);
-        int e = tunep_command_expand(cfg->argv[i], trial_placeholder, t, &b, bad, sizeof bad);
+        int e = tunep_command_expand(cfg->argv.v[i], trial_placeholder, t, &b, bad, sizeof bad);
         argv[i] = tunep_buf_take(&b);
         if (e) {
             tune_trial_set_error(t, "trainer.argv[%zu]: unknown placeholder '{%s}'", i, bad);
@@ -1101,22 +1122,22 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
     size_t n = 0;
     const char *path_env = NULL;
     int have_unbuffered = getenv("PYTHONUNBUFFERED") != NULL;
-    for (size_t i = 0; i < cfg->n_env; i++) {
+    for (size_t i = 0; i < cfg->env.n; i++) {
         struct tunep_buf b;
         tunep_buf_init(&b);
-        tunep_buf_printf(&b, "%s=", cfg->env_names[i]);
-        int e = tunep_command_expand(cfg->env_values[i], trial_placeholder, t, &b, bad, sizeof bad);
+        tunep_buf_printf(&b, "%s=", cfg->env.names[i]);
+        int e = tunep_command_expand(cfg->env.values[i], trial_placeholder, t, &b, bad, sizeof bad);
         extra[n] = tunep_buf_take(&b);
         if (e) {
-            tune_trial_set_error(t, "trainer.env.%s: unknown placeholder '{%s}'", cfg->env_names[i],
+            tune_trial_set_error(t, "trainer.env.%s: unknown placeholder '{%s}'", cfg->env.names[i],
                                  bad);
             return -1;
         }
         if (!extra[n])
             goto oom;
-        if (strcmp(cfg->env_names[i], "PATH") == 0)
+        if (strcmp(cfg->env.names[i], "PATH") == 0)
             path_env = extra[n] + 5;
-        if (strcmp(cfg->env_names[i], "PYTHONUNBUFFERED") == 0)
+        if (strcmp(cfg->env.names[i], "PYTHONUNBUFFERED") == 0)
             have_unbuffered = 1;
         n++;
     }
@@ -1164,7 +1185,7 @@ static void free_strings(char **v)
 /* Starts the program; 0, or -1 with the trial's error set. */
 static int start(struct run *r, const char *path, char **argv, char **envp)
 {
-    const struct tunep_command_config *cfg = r->ct->cfg;
+    const struct command_config *cfg = r->ct->cfg;
     int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_rep[2] = {-1, -1}, p_exec[2] = {-1, -1};
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int ok = devnull >= 0 && pipe2(p_out, O_CLOEXEC) == 0 && pipe2(p_err, O_CLOEXEC) == 0 &&
@@ -1240,7 +1261,6 @@ static int leader_exited(pid_t pid)
 /* Reads the program's pipes until it has exited; acts on reports, stops and timeouts. */
 static void supervise(struct run *r)
 {
-    struct tune_study *s = r->s;
     int exited = 0;
     double exit_at = 0;
     char chunk[65536];
@@ -1261,13 +1281,11 @@ static void supervise(struct run *r)
                 kill(-r->pid, SIGKILL);
                 r->killed = 1;
             }
-            if (r->stop == STOP_NONE && atomic_load(&s->stop_requested))
+            if (r->stop == STOP_NONE && tune_trial_should_stop(r->t))
                 stop_program(r, STOP_INTERRUPT);
-            if (r->stop == STOP_NONE && s->cfg.trial_timeout_s > 0 &&
-                now - r->t->t0 > s->cfg.trial_timeout_s) {
+            if (r->stop == STOP_NONE && tune_trial_time_left(r->t) < 0) {
                 tune_trial_set_error(r->t, "timed out after %g s (trial_timeout_s)",
-                                     s->cfg.trial_timeout_s);
-                r->t->fail_now = 1;
+                                     tune_trial_timeout_s(r->t));
                 r->status = TUNE_EFAILED;
                 stop_program(r, STOP_TIMEOUT);
             }
@@ -1312,20 +1330,19 @@ static void supervise(struct run *r)
     }
 }
 
-tune_status tunep_command_objective(tune_trial *trial, void *user_data)
+static tune_status command_objective(tune_trial *trial, void *user_data)
 {
     struct run run;
     struct run *r = &run;
     memset(r, 0, sizeof *r);
     r->ct = user_data;
     r->t = trial;
-    r->s = trial->study;
     for (int i = 0; i < S_COUNT; i++)
         r->in[i].fd = -1;
     tunep_buf_init(&r->arena);
     open_logs(r);
 
-    const struct tunep_command_config *cfg = r->ct->cfg;
+    const struct command_config *cfg = r->ct->cfg;
     char **argv = NULL, **extra = NULL, **envp = NULL;
     size_t n_extra = 0;
     char *path = NULL;
@@ -1343,7 +1360,7 @@ tune_status tunep_command_objective(tune_trial *trial, void *user_data)
     }
     struct tunep_buf line;
     tunep_buf_init(&line);
-    for (size_t i = 0; i < cfg->argc; i++) {
+    for (size_t i = 0; i < cfg->argv.n; i++) {
         if (i)
             tunep_buf_puts(&line, " ");
         shell_quote(&line, argv[i]);
@@ -1352,7 +1369,7 @@ tune_status tunep_command_objective(tune_trial *trial, void *user_data)
         note(r, line.data);
     tunep_buf_done(&line);
     if (start(r, path, argv, envp)) {
-        note(r, trial->error);
+        note(r, tune_trial_error(trial));
         goto out;
     }
     supervise(r);
@@ -1364,10 +1381,9 @@ tune_status tunep_command_objective(tune_trial *trial, void *user_data)
     if (r->stop == STOP_FAILED || r->stop == STOP_TIMEOUT) {
         ret = r->status;
     } else if (r->stop == STOP_ANSWER || r->stop == STOP_INTERRUPT) {
-        /* Stopped by tune: however it ended is not a failure. */
-        if (r->stop == STOP_INTERRUPT && trial->end == TUNEP_END_NONE)
-            trial->end = TUNEP_END_INTERRUPTED;
-        ret = TUNE_OK;
+        /* Stopped by tune: however it ended is not a failure; an interrupted
+         * trial goes back to PENDING. */
+        ret = r->stop == STOP_INTERRUPT ? TUNE_EINTERRUPTED : TUNE_OK;
     } else if (w < 0 || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
         ret = TUNE_OK; /* w < 0: reaped elsewhere (SIGCHLD ignored); its status is lost */
     } else {
@@ -1383,8 +1399,8 @@ tune_status tunep_command_objective(tune_trial *trial, void *user_data)
             tune_trial_set_error(trial, "%s", how);
         ret = TUNE_EFAILED;
     }
-    if (ret != TUNE_OK)
-        note(r, trial->error);
+    if (ret != TUNE_OK && ret != TUNE_EINTERRUPTED)
+        note(r, tune_trial_error(trial));
     else if (r->stop == STOP_ANSWER)
         note(r, r->killed ? "stopped (SIGTERM, then SIGKILL after kill_grace_s)"
                           : "stopped (SIGTERM)");
@@ -1398,3 +1414,109 @@ out:
     run_done(r);
     return ret;
 }
+
+/* ---- the config ----------------------------------------------------------- */
+
+/* Placeholder lookups at validation time: the name must be a parameter or a built-in. */
+static int known_placeholder(void *ud, const char *name, struct tunep_buf *out)
+{
+    const struct tunep_trainer_check_ctx *ctx = ud;
+    (void)out;
+    if (strcmp(name, "trial_id") == 0 || strcmp(name, "trial_dir") == 0)
+        return 0;
+    for (size_t i = 0; i < ctx->n_params; i++)
+        if (strcmp(ctx->param_names[i], name) == 0)
+            return 0;
+    return -1;
+}
+
+/* One argv or env template (at path): every placeholder must name a parameter. */
+static tune_status check_template(const char *path, const char *tmpl,
+                                  const struct tunep_trainer_check_ctx *ctx,
+                                  struct tunep_opt_error *e)
+{
+    char bad[512];
+    struct tunep_buf scratch;
+    tunep_buf_init(&scratch);
+    int r = tunep_command_expand(tmpl, known_placeholder, (void *)ctx, &scratch, bad, sizeof bad);
+    tunep_buf_done(&scratch);
+    if (r == -2)
+        return tunep_opt_fail(e, path, 0,
+                              "unterminated placeholder '%s' (write '{{' for a literal '{')", bad);
+    if (r == 0)
+        return TUNE_OK;
+    const char *best = NULL;
+    size_t best_d = 3;
+    struct tunep_buf list;
+    tunep_buf_init(&list);
+    for (size_t i = 0; i < ctx->n_params; i++) {
+        size_t d = tunep_edit_distance(bad, ctx->param_names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = ctx->param_names[i];
+        }
+        tunep_buf_printf(&list, "%s, ", ctx->param_names[i]);
+    }
+    tune_status st;
+    if (best)
+        st = tunep_opt_fail(e, path, 0, "unknown placeholder '{%s}' (did you mean '{%s}'?)", bad,
+                            best);
+    else
+        st = tunep_opt_fail(e, path, 0,
+                            "unknown placeholder '{%s}' (expected a parameter: %strial_id or "
+                            "trial_dir; write '{{' for a literal '{')",
+                            bad, list.data ? list.data : "");
+    tunep_buf_done(&list);
+    return st;
+}
+
+static tune_status command_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
+                                 struct tunep_opt_error *e)
+{
+    const struct command_config *cmd = vcfg;
+    if (!cmd->argv.v)
+        return tunep_opt_fail(e, "", 0,
+                              "missing key 'argv' (the program and its arguments, e.g. "
+                              "[\"python3\", \"train.py\", \"--lr\", \"{lr}\"])");
+    if (!strchr(cmd->argv.v[0], '{')) {
+        /* A program that is not there fails every trial: say so before the first. */
+        const char *path_env = NULL;
+        for (size_t i = 0; i < cmd->env.n; i++)
+            if (strcmp(cmd->env.names[i], "PATH") == 0)
+                path_env = cmd->env.values[i];
+        char why[600];
+        char *found = NULL;
+        int r = tunep_command_find_program(cmd->argv.v[0], cmd->cwd, path_env, &found, why,
+                                           sizeof why);
+        tunep_free(found);
+        if (r == -2)
+            return tunep_opt_oom(e);
+        if (r)
+            return tunep_opt_fail(e, "argv[0]", 0, "%s", why);
+    }
+    char path[sizeof e->path];
+    for (size_t i = 0; i < cmd->argv.n; i++) {
+        snprintf(path, sizeof path, "argv[%zu]", i);
+        tune_status st = check_template(path, cmd->argv.v[i], ctx, e);
+        if (st)
+            return st;
+    }
+    for (size_t i = 0; i < cmd->env.n; i++) {
+        snprintf(path, sizeof path, "env.%s", cmd->env.names[i]);
+        tune_status st = check_template(path, cmd->env.values[i], ctx, e);
+        if (st)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+const struct tunep_trainer_type tunep_trainer_command = {
+    .name = "command",
+    .options = command_options,
+    .config_size = sizeof(struct command_config),
+    .check = command_check,
+    .create = command_create,
+    .objective = command_objective,
+    .free = command_free,
+    .own_process = 1,
+};

@@ -28,13 +28,65 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/config.h"
+/* The trainer's section. */
+struct plugin_config {
+    char *library, *symbol;
+    char *init_symbol, *fini_symbol; /* NULL: none */
+    char *data;                      /* "data" as compact JSON text; NULL when absent */
+    struct tunep_opt_pos pos[4];     /* of library, symbol, init_symbol, fini_symbol, for errors */
+};
+
+#define POS(i) (1 + offsetof(struct plugin_config, pos) + (i) * sizeof(struct tunep_opt_pos))
+static const struct tunep_option plugin_options[] = {
+    {.name = "library", .type = TUNEP_OPT_STRING, .offset = offsetof(struct plugin_config, library),
+     .hi = 4000, .pos_offset = POS(0)},
+    {.name = "symbol", .type = TUNEP_OPT_STRING, .offset = offsetof(struct plugin_config, symbol),
+     .hi = 255, .pos_offset = POS(1)},
+    {.name = "init_symbol", .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct plugin_config, init_symbol), .hi = 255, .pos_offset = POS(2)},
+    {.name = "fini_symbol", .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct plugin_config, fini_symbol), .hi = 255, .pos_offset = POS(3)},
+    {.name = "data", .type = TUNEP_OPT_JSON, .offset = offsetof(struct plugin_config, data)},
+    {0},
+};
+#undef POS
+
+/* A C identifier, as dlsym() symbols are: catches "my objective" and "lib.so" early. */
+static int valid_symbol(const char *s)
+{
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (const char *p = s + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
+static tune_status plugin_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
+                                struct tunep_opt_error *e)
+{
+    struct plugin_config *p = vcfg;
+    (void)ctx;
+    const char *const keys[3] = {"symbol", "init_symbol", "fini_symbol"};
+    const char *const names[3] = {p->symbol, p->init_symbol, p->fini_symbol};
+    for (int i = 0; i < 3; i++)
+        if (names[i] && !valid_symbol(names[i]))
+            return tunep_opt_fail(e, keys[i], 0, "expected a C identifier (the function's name)");
+    if (!p->library)
+        return tunep_opt_fail(e, "", 0,
+                              "missing key 'library' (a shared library, e.g. \"./libobjective.so\")");
+    if (!p->symbol)
+        return tunep_opt_fail(e, "", 0,
+                              "missing key 'symbol' (the tune_objective_fn's name in the library)");
+    return TUNE_OK;
+}
 
 typedef tune_status (*plugin_init_fn)(const char *data_json, void **ret_user_data, tune_error *err);
 typedef void (*plugin_fini_fn)(void *user_data);
 
-struct tunep_plugin {
-    const struct tunep_plugin_config *cfg; /* borrowed from the study's config */
+struct plugin {
+    const struct plugin_config *cfg; /* borrowed from the study's config */
     void *handle;
     tune_objective_fn fn;
     plugin_init_fn init; /* NULL: none */
@@ -71,12 +123,20 @@ static void load_error(const char *library, char *buf, size_t size)
                  : "");
 }
 
-tune_status tunep_plugin_open(const struct tunep_plugin_config *cfg, const char *source,
-                              struct tunep_plugin **ret, tune_error *err)
+static void plugin_free(void *state);
+
+/*
+ * dlopen()s the library and looks its symbols up (no code of the plugin but
+ * its constructors runs yet): done when the study is created, so that
+ * `tune validate` reports a missing library or symbol at its key.
+ */
+static tune_status plugin_create(const void *vcfg, const char *source, void **ret_state,
+                                 tune_error *err)
 {
+    const struct plugin_config *cfg = vcfg;
     if (!source)
         source = "<string>";
-    struct tunep_plugin *p = tunep_calloc(1, sizeof *p);
+    struct plugin *p = tunep_calloc(1, sizeof *p);
     if (!p)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     p->cfg = cfg;
@@ -86,7 +146,7 @@ tune_status tunep_plugin_open(const struct tunep_plugin_config *cfg, const char 
     if (!p->handle) {
         load_error(cfg->library, why, sizeof why);
         tunep_free(p);
-        return tunep_error_set_at(err, TUNE_ECONFIG, source, cfg->line[0], cfg->column[0],
+        return tunep_error_set_at(err, TUNE_ECONFIG, source, cfg->pos[0].line, cfg->pos[0].column,
                                   "trainer.library: cannot load '%s': %s", cfg->library, why);
     }
     const char *const keys[3] = {"symbol", "init_symbol", "fini_symbol"};
@@ -100,18 +160,21 @@ tune_status tunep_plugin_open(const struct tunep_plugin_config *cfg, const char 
         if (!lookup(p->handle, names[i], slots[i], sizes[i])) {
             load_error(cfg->library, why, sizeof why);
             tune_status st = tunep_error_set_at(
-                err, TUNE_ECONFIG, source, cfg->line[i + 1], cfg->column[i + 1],
+                err, TUNE_ECONFIG, source, cfg->pos[i + 1].line, cfg->pos[i + 1].column,
                 "trainer.%s: '%s' is not in '%s' (%s)", keys[i], names[i], cfg->library, why);
-            tunep_plugin_free(p);
+            plugin_free(p);
             return st;
         }
     }
-    *ret = p;
+    *ret_state = p;
     return TUNE_OK;
 }
 
-tune_status tunep_plugin_prepare(struct tunep_plugin *p, tune_error *err)
+/* Calls init_symbol (once) before the first trial. */
+static tune_status plugin_prepare(void *state, const struct tunep_trainer_env *env, tune_error *err)
 {
+    struct plugin *p = state;
+    (void)env;
     if (!p->init) {
         p->user_data = (void *)p->cfg->data;
         return TUNE_OK;
@@ -132,8 +195,10 @@ tune_status tunep_plugin_prepare(struct tunep_plugin *p, tune_error *err)
     return TUNE_OK;
 }
 
-void tunep_plugin_free(struct tunep_plugin *p)
+/* Calls fini_symbol when init ran, then dlclose()s. */
+static void plugin_free(void *state)
 {
+    struct plugin *p = state;
     if (!p)
         return;
     if (p->inited && p->fini)
@@ -143,8 +208,19 @@ void tunep_plugin_free(struct tunep_plugin *p)
     tunep_free(p);
 }
 
-tune_status tunep_plugin_objective(tune_trial *trial, void *user_data)
+static tune_status plugin_objective(tune_trial *trial, void *user_data)
 {
-    struct tunep_plugin *p = user_data;
+    struct plugin *p = user_data;
     return p->fn(trial, p->user_data);
 }
+
+const struct tunep_trainer_type tunep_trainer_plugin = {
+    .name = "plugin",
+    .options = plugin_options,
+    .config_size = sizeof(struct plugin_config),
+    .check = plugin_check,
+    .create = plugin_create,
+    .prepare = plugin_prepare,
+    .objective = plugin_objective,
+    .free = plugin_free,
+};

@@ -34,8 +34,32 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/config.h"
 #include "base/rng.h"
+
+/* The trainer's section: {"type": "synthetic", "iterations": 100, ...}. */
+struct synthetic_config {
+    int64_t iterations; /* reports per trial unless stopped earlier */
+    double sleep_s;     /* per iteration */
+    double fail_prob;   /* per iteration */
+    double noise;       /* sd of the Gaussian noise on val_accuracy */
+    int report_true;    /* also report the noise-free "true_accuracy" */
+    int report_loss;    /* also report "val_loss" = 1 - val_accuracy */
+    char *answer_log;   /* append "trial attempt iteration" per answered report (crash tests) */
+};
+
+#define ROW(name, type, field, lo, hi, def) \
+    TUNEP_OPT_ROW(name, type, struct synthetic_config, field, lo, hi, def)
+static const struct tunep_option synthetic_options[] = {
+    ROW("iterations", TUNEP_OPT_INT64, iterations, 1, 1000000000, 100),
+    ROW("sleep_s", TUNEP_OPT_NUMBER, sleep_s, 0, 86400, 0),
+    ROW("fail_prob", TUNEP_OPT_NUMBER, fail_prob, 0, 1, 0),
+    ROW("noise", TUNEP_OPT_NUMBER, noise, 0, 1, 0.005),
+    ROW("report_true", TUNEP_OPT_BOOL, report_true, 0, 1, 0),
+    ROW("report_loss", TUNEP_OPT_BOOL, report_loss, 0, 1, 0),
+    ROW("answer_log", TUNEP_OPT_STRING, answer_log, 0, 4000, 0),
+    {0},
+};
+#undef ROW
 
 /* The plateau and the rate of the curve for these hyperparameters. */
 static void curve_shape(double lr, double weight_decay, double batch_size, double warmup,
@@ -97,9 +121,9 @@ static void log_answer(const char *path, const tune_trial *trial, int64_t it)
     close(fd);
 }
 
-tune_status tunep_synthetic_objective(tune_trial *trial, void *user_data)
+static tune_status synthetic_objective(tune_trial *trial, void *user_data)
 {
-    const struct tunep_synthetic_config *cfg = user_data;
+    const struct synthetic_config *cfg = user_data;
     double lr = tune_trial_get_double_or(trial, "lr", 3e-4);
     double wd = tune_trial_get_double_or(trial, "weight_decay", 0.05);
     double bs = tune_trial_get_double_or(trial, "batch_size", 32);
@@ -175,3 +199,11 @@ out:
     gsl_rng_free(fail);
     return st;
 }
+
+const struct tunep_trainer_type tunep_trainer_synthetic = {
+    .name = "synthetic",
+    .options = synthetic_options,
+    .config_size = sizeof(struct synthetic_config),
+    .objective = synthetic_objective,
+    .can_checkpoint = 1,
+};

@@ -317,6 +317,7 @@ TUNE_API const char *tune_trial_status_name(tune_trial_status status);
  * The objective: reads its configuration from `trial`, trains, reports metrics
  * with tune_trial_report*() and returns when it is done or when a report
  * answers TUNE_ESTOP. Returning TUNE_OK or TUNE_ESTOP ends the trial normally;
+ * TUNE_EINTERRUPTED (after tune_trial_should_stop()) puts it back to PENDING;
  * any other status fails the attempt (see tune_trial_set_error()), and the
  * trial is retried up to max_failures times. Called from worker threads, up to
  * max_concurrent_trials at once: user_data must be safe to share.
@@ -447,6 +448,32 @@ TUNE_API int tune_trial_checkpoint_wanted(const tune_trial *trial);
  * Call it before returning an error status. printf-style; always succeeds.
  */
 TUNE_API void tune_trial_set_error(tune_trial *trial, const char *fmt, ...) TUNE_PRINTF(2, 3);
+
+/**
+ * The text tune_trial_set_error() last recorded for this attempt; "" when
+ * none. Borrowed: valid until the next tune_trial_set_error() or the end of
+ * the attempt.
+ */
+TUNE_API const char *tune_trial_error(const tune_trial *trial);
+
+/**
+ * 1 once the study is stopping (Ctrl-C, tune_study_request_stop()). An
+ * objective that waits on something other than its reports (a program it
+ * runs, say) should look here and return soon: returning TUNE_EINTERRUPTED
+ * puts the trial back to PENDING, so `tune resume` runs it again.
+ */
+TUNE_API int tune_trial_should_stop(const tune_trial *trial);
+
+/** The config's trial_timeout_s; INFINITY when trials have no limit. */
+TUNE_API double tune_trial_timeout_s(const tune_trial *trial);
+
+/**
+ * Seconds this attempt has left before trial_timeout_s (negative once it is
+ * past); INFINITY without a limit. Past it, the next report fails the
+ * attempt; an objective that does not report often should check and fail
+ * itself (tune_trial_set_error(), then return TUNE_EFAILED).
+ */
+TUNE_API double tune_trial_time_left(const tune_trial *trial);
 
 /* ------------------------------------------------------------------------ */
 /* Studies                                                                   */

@@ -47,8 +47,6 @@ int cli_mpi_run(tune_study *study, int quiet, int trials_per_rank,
                     size - 1, trials_per_rank);
         code = run(study, quiet); /* frees the study */
     } else {
-        /* The bert trainer then takes this rank's own GPU (by its rank on the node). */
-        setenv("TUNE_MPI_WORKER", "1", 1);
         st = tune_mpi_serve(study, trials_per_rank, &err);
         tune_study_free(study);
         if (st) {
