@@ -71,6 +71,11 @@
  * lifetime is stated), those handed out as `char *` are freed with tune_free().
  * The library never prints, never exits, and keeps no mutable global state but
  * the allocator and log hooks, which are set before anything else.
+ *
+ * libtune is free software under the GNU General Public License, version 3 or
+ * (at your option) any later version; see LICENSE and README.md, "Licence".
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef TUNE_H
 #define TUNE_H
