@@ -5,9 +5,12 @@
 # --trials-per-rank 2 as well; and a job killed mid-sweep (SIGKILL to mpirun
 # and its ranks) is continued by `mpirun ... tune resume` with every answered
 # report kept. Skipped (77) without mpirun or a tune built without MPI.
+# A plugin trainer's init runs on every worker rank before its trials
+# (trainers are prepared where they run), so its state reaches them.
 # Usage: test_mpi.sh TUNE_BINARY SOURCE_ROOT BUILD_ROOT
 set -u
 TUNE=$1
+BUILD=${3:-}
 command -v mpirun >/dev/null || { echo "mpirun is missing: skipped"; exit 77; }
 command -v sqlite3 >/dev/null || { echo "sqlite3 is missing: skipped"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -71,5 +74,26 @@ sort -u "$tmp/answers.txt" >"$tmp/answered.txt"
 missing=$(comm -23 "$tmp/answered.txt" "$tmp/stored.txt" | wc -l)
 [ "$missing" = 0 ] || { echo "FAIL: $missing answered reports missing"; fails=$((fails + 1)); }
 echo "kill: $before trials had finished when the job was killed; resumed to $n; $(wc -l <"$tmp/answered.txt") answered reports all stored"
+# The worker ranks prepare their trainer: the plugin's init gives every trial its offset.
+plugin="$BUILD/tests/libtune_test_plugin.so"
+if [ -f "$plugin" ]; then
+    cat >"$tmp/p.json" <<JSON
+{"name": "mpi-plugin", "metric": "val_accuracy", "seed": 3,
+ "param_space": {"x": {"grid_search": [1, 2, 3, 4, 5, 6]}},
+ "trainer": {"type": "plugin", "library": "$plugin", "symbol": "fixture_objective_state",
+             "init_symbol": "fixture_init", "fini_symbol": "fixture_fini", "data": {"offset": 100}}}
+JSON
+    mpi "$TUNE" run "$tmp/p.json" --storage "$tmp/plugin" --quiet >"$tmp/out" 2>&1 ||
+        { echo "FAIL: plugin under MPI: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+    got=$(sqlite3 "$tmp/plugin/experiment.db" "SELECT count(*) FROM reports r JOIN trials t
+        ON r.trial_id = t.trial_id WHERE t.status = 'TERMINATED'" 2>/dev/null)
+    right=$(sqlite3 "$tmp/plugin/experiment.db" "SELECT count(*) FROM reports
+        WHERE json_extract(metrics, '\$.val_accuracy') > 100" 2>/dev/null)
+    [ "${got:-0}" = 6 ] && [ "${right:-0}" = 6 ] ||
+        { echo "FAIL: plugin under MPI: $got reports of finished trials, $right with the offset"; fails=$((fails + 1)); }
+else
+    echo "FAIL: $plugin is missing"; fails=$((fails + 1))
+fi
+
 [ "$fails" = 0 ] && echo "ok: MPI sweeps match the local run and survive a lost job"
 [ "$fails" = 0 ]
