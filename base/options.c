@@ -119,6 +119,17 @@ const struct tunep_option *tunep_options_find(const struct tunep_option *table, 
     return NULL;
 }
 
+int tunep_is_identifier(const char *s)
+{
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (const char *p = s + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
 size_t tunep_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

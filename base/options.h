@@ -96,6 +96,12 @@ void tunep_options_done(const struct tunep_option *table, void *cfg);
 /* The row named name in table (nested tables included), or NULL. */
 const struct tunep_option *tunep_options_find(const struct tunep_option *table, const char *name);
 
+/*
+ * 1 when s is an identifier: a letter or '_', then letters, digits and '_'
+ * (what a POSIX shell takes as a variable name and dlsym() as a C symbol).
+ */
+int tunep_is_identifier(const char *s);
+
 /* Levenshtein distance of two names, for "did you mean" hints (64 when either is over 63 bytes). */
 size_t tunep_edit_distance(const char *a, const char *b);
 

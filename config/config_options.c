@@ -132,18 +132,6 @@ static tune_status read_argv(const struct tunep_cfgctx *ctx, struct tunep_cfgpat
     return st;
 }
 
-/* An environment variable's name: what a POSIX shell accepts. */
-static int valid_env_name(const char *s)
-{
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return 0;
-    for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '_'))
-            return 0;
-    return 1;
-}
-
 static tune_status read_env(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                             const json_t *v, const char *expected, struct tunep_strmap *m)
 {
@@ -164,7 +152,7 @@ static tune_status read_env(const struct tunep_cfgctx *ctx, struct tunep_cfgpath
     json_object_foreach((json_t *)v, key, val) {
         tune_status st = TUNE_OK;
         tunep_cfgpath_push_key(path, key);
-        if (!valid_env_name(key))
+        if (!tunep_is_identifier(key))
             st = tunep_cfg_error(ctx, path, 1, "not a variable name (letters, digits and '_')");
         else if (strncmp(key, "TUNE_", 5) == 0)
             st = tunep_cfg_error(ctx, path, 1, "TUNE_ variables are set by tune itself");

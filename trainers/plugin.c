@@ -51,18 +51,6 @@ static const struct tunep_option plugin_options[] = {
 };
 #undef POS
 
-/* A C identifier, as dlsym() symbols are: catches "my objective" and "lib.so" early. */
-static int valid_symbol(const char *s)
-{
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return 0;
-    for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '_'))
-            return 0;
-    return 1;
-}
-
 static tune_status plugin_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
                                 struct tunep_opt_error *e)
 {
@@ -71,7 +59,7 @@ static tune_status plugin_check(void *vcfg, const struct tunep_trainer_check_ctx
     const char *const keys[3] = {"symbol", "init_symbol", "fini_symbol"};
     const char *const names[3] = {p->symbol, p->init_symbol, p->fini_symbol};
     for (int i = 0; i < 3; i++)
-        if (names[i] && !valid_symbol(names[i]))
+        if (names[i] && !tunep_is_identifier(names[i]))
             return tunep_opt_fail(e, keys[i], 0, "expected a C identifier (the function's name)");
     if (!p->library)
         return tunep_opt_fail(e, "", 0,
