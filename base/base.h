@@ -100,7 +100,7 @@ uint64_t tunep_trial_seed(uint64_t study_seed, int64_t trial_id, enum tunep_rng_
 tune_status tunep_read_file_bytes(const char *path, char **ret_data, size_t *ret_size,
                                   tune_error *err);
 
-/* ---- config positions (config_pos.c) ------------------------------------- */
+/* ---- positions in a JSON text (json_pos.c) ------------------------------ */
 
 /*
  * What a config parser needs to report "file:line:col: key.path: message":

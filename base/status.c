@@ -1,5 +1,5 @@
 /*
- * status.c - status strings and the tune_error helpers.
+ * status.c - status and trial status strings, and the tune_error helpers.
  *
  * tunep_error_set() fills an optional tune_error and returns the code, so
  * library code reports and returns in one statement (git's `return error()`).
@@ -37,6 +37,20 @@ const char *tune_strerror(tune_status code)
         case TUNE_STATUS_COUNT: break;
     }
     return "unknown status";
+}
+
+const char *tune_trial_status_name(tune_trial_status st)
+{
+    switch (st) {
+        case TUNE_TRIAL_PENDING: return "PENDING";
+        case TUNE_TRIAL_RUNNING: return "RUNNING";
+        case TUNE_TRIAL_TERMINATED: return "TERMINATED";
+        case TUNE_TRIAL_STOPPED: return "STOPPED";
+        case TUNE_TRIAL_ERROR: return "ERROR";
+        case TUNE_TRIAL_PAUSED: return "PAUSED";
+        case TUNE_TRIAL_STATUS_COUNT: break;
+    }
+    return "UNKNOWN";
 }
 
 TUNEP_PRINTF(6, 0)

@@ -207,20 +207,6 @@ tune_status tune_study_export_csv(tune_study *s, tune_csv_kind kind, const char 
     return st;
 }
 
-const char *tune_trial_status_name(tune_trial_status st)
-{
-    switch (st) {
-        case TUNE_TRIAL_PENDING: return "PENDING";
-        case TUNE_TRIAL_RUNNING: return "RUNNING";
-        case TUNE_TRIAL_TERMINATED: return "TERMINATED";
-        case TUNE_TRIAL_STOPPED: return "STOPPED";
-        case TUNE_TRIAL_ERROR: return "ERROR";
-        case TUNE_TRIAL_PAUSED: return "PAUSED";
-        case TUNE_TRIAL_STATUS_COUNT: break;
-    }
-    return "UNKNOWN";
-}
-
 /* ---- opening an experiment folder ---------------------------------------- */
 
 struct load_ctx {

@@ -1,5 +1,5 @@
 /*
- * config_pos.c - where a value sits in a JSON document, for error messages.
+ * json_pos.c - where a value sits in a JSON document, for error messages.
  *
  * jansson reports positions for syntax errors only; a value that parses but
  * breaks a rule (a loguniform with low <= 0) has no position once it is a
