@@ -19,13 +19,16 @@
 #include <stdint.h>
 
 #include "tune.h"
-#include "models/bert/bert_real.h"
 
+/* struct tunep_kernels (float), then the same struct in double under the
+ * name bert_f64.h gives it, struct tunep_kernels_f64. */
 #define TUNEP_HREAL float
 #include "models/bert/kernels_tmpl.h"
 #undef TUNEP_HREAL
 #define TUNEP_HREAL double
+#include "models/bert/bert_f64.h"
 #include "models/bert/kernels_tmpl.h"
+#include "models/bert/bert_f64_end.h"
 #undef TUNEP_HREAL
 
 /* Every member of struct tunep_kernels, for "is it all there" checks. */

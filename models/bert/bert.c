@@ -1,8 +1,9 @@
 /*
  * bert.c - BertForSequenceClassification: arenas, initialisation, forward,
  * backward and AdamW, written once against struct tunep_kernels and
- * compiled twice (-DTUNE_REAL=float for training, =double for gradient
- * checks), in the style of llm.c's gpt2_forward/gpt2_backward.
+ * compiled twice: as float for training (the names written here) and with
+ * -DTUNEP_F64 as double for gradient checks (the names in bert_f64.h), in
+ * the style of llm.c's gpt2_forward/gpt2_backward.
  *
  * Invariants: all memory is six backend arenas (params, grads, AdamW m and
  * v, acts, grad-acts) plus the int32 inputs, allocated at creation for
@@ -29,32 +30,29 @@
 #include "base/base.h"
 #include "models/bert/bert_rng.h"
 
-#ifndef TUNE_REAL
-#error "compile with -DTUNE_REAL=float or -DTUNE_REAL=double"
+/* The double build defines the names bert_f64.h lists (tunep_bert_forward
+ * becomes tunep_bert_forward_f64 ...); it must come after every header. */
+#if defined(TUNEP_F64)
+#include "models/bert/bert_f64.h"
+typedef double real;
+#define REAL_NAME "double"
+#else
+typedef float real;
+#define REAL_NAME "float"
 #endif
 
-typedef TUNE_REAL real;
-#define MODEL   struct TUNEP_RFN(tunep_bert)
-#define KERNELS struct TUNEP_RFN(tunep_kernels)
-#define PARAMS  struct TUNEP_RFN(tunep_bert_params)
-#define ACTS    struct TUNEP_RFN(tunep_bert_acts)
-
-/* "double" or "float", for messages. */
-#define STR_(x) #x
-#define STR(x)  STR_(x)
-
-struct TUNEP_RFN(tunep_bert) {
+struct tunep_bert {
     struct tunep_bert_config cfg;
     int B_max, T_max;
     struct tunep_bert_layout max_layout; /* arena sizes */
     struct tunep_bert_layout layout;     /* (B, T) of the last forward */
     const struct tunep_backend *be;
-    const KERNELS *k;
+    const struct tunep_kernels *k;
 
     real *params_mem, *grads_mem, *m_mem, *v_mem, *acts_mem, *dacts_mem;
     int32_t *inputs_mem; /* ids, types, mask (B_max*T_max each), labels (B_max) */
-    PARAMS params, grads, m, v;
-    ACTS acts, dacts;
+    struct tunep_bert_params params, grads, m, v;
+    struct tunep_bert_acts acts, dacts;
 
     /* Host staging: the largest parameter tensor, or one int per token. */
     real *host_real;
@@ -83,12 +81,13 @@ struct TUNEP_RFN(tunep_bert) {
             return tst_;                                                                           \
     } while (0)
 
-static size_t layers_of(const MODEL *m, enum bert_param id)
+static size_t layers_of(const struct tunep_bert *m, enum bert_param id)
 {
     return tunep_bert_param_info[id].layered ? (size_t)m->cfg.L : 1;
 }
 
-static void set_param_views(PARAMS *view, real *base, const struct tunep_bert_layout *lay)
+static void set_param_views(struct tunep_bert_params *view, real *base,
+                            const struct tunep_bert_layout *lay)
 {
 #define BERT_VIEW_ROW(id, field, shape, layered, decay, init, name)                                \
     view->field = base + lay->param_offset[BERT_P_##id];
@@ -96,7 +95,7 @@ static void set_param_views(PARAMS *view, real *base, const struct tunep_bert_la
 #undef BERT_VIEW_ROW
 }
 
-static void set_act_views(MODEL *m)
+static void set_act_views(struct tunep_bert *m)
 {
     const struct tunep_bert_layout *lay = &m->layout;
 #define BERT_ACT_VIEW_ROW(id, field, shape, layered, act, grad)                                    \
@@ -106,14 +105,14 @@ static void set_act_views(MODEL *m)
 #undef BERT_ACT_VIEW_ROW
 }
 
-static tune_status alloc_arena(MODEL *m, size_t bytes, void **ret, tune_error *err)
+static tune_status alloc_arena(struct tunep_bert *m, size_t bytes, void **ret, tune_error *err)
 {
     /* Zero-sized arenas still get a distinct block, so views are never NULL. */
     TRY(m->be->alloc(m->be->ctx, bytes ? bytes : 64, ret, err));
     return m->be->memzero(m->be->ctx, *ret, bytes ? bytes : 64, err);
 }
 
-void TUNEP_RFN(tunep_bert_free)(MODEL *m)
+void tunep_bert_free(struct tunep_bert *m)
 {
     if (!m)
         return;
@@ -128,17 +127,21 @@ void TUNEP_RFN(tunep_bert_free)(MODEL *m)
     tunep_free(m);
 }
 
-tune_status TUNEP_RFN(tunep_bert_new)(const struct tunep_bert_config *cfg, int B_max, int T_max,
-                                      const struct tunep_backend *be, MODEL **ret_model,
-                                      tune_error *err)
+tune_status tunep_bert_new(const struct tunep_bert_config *cfg, int B_max, int T_max,
+                           const struct tunep_backend *be, struct tunep_bert **ret_model,
+                           tune_error *err)
 {
     if (!cfg || !be || !ret_model)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL argument");
     TRY(tunep_bert_config_check(cfg, err));
-    const KERNELS *k = be->TUNEP_RFN(kernels);
+#if defined(TUNEP_F64)
+    const struct tunep_kernels *k = be->kernels_f64;
+#else
+    const struct tunep_kernels *k = be->kernels;
+#endif
     if (!k)
         return tunep_error_set(err, TUNE_EUNSUPPORTED, "bert: backend '%s' has no %s kernels",
-                               be->name, STR(TUNE_REAL));
+                               be->name, REAL_NAME);
 #define BERT_KERNEL_CHECK(kname)                                                                   \
     if (!k->kname)                                                                                 \
         return tunep_error_set(err, TUNE_EUNSUPPORTED, "bert: backend '%s' lacks kernel '%s'",     \
@@ -155,7 +158,7 @@ tune_status TUNEP_RFN(tunep_bert_new)(const struct tunep_bert_config *cfg, int B
     struct tunep_bert_layout lay;
     TRY(tunep_bert_layout_compute(cfg, B_max, T_max, &lay, err));
 
-    MODEL *m = tunep_calloc(1, sizeof *m);
+    struct tunep_bert *m = tunep_calloc(1, sizeof *m);
     if (!m)
         return tunep_error_set(err, TUNE_ENOMEM, "bert: out of memory");
     m->cfg = *cfg;
@@ -200,7 +203,7 @@ tune_status TUNEP_RFN(tunep_bert_new)(const struct tunep_bert_config *cfg, int B
     *ret_model = m;
     return TUNE_OK;
 fail:
-    TUNEP_RFN(tunep_bert_free)(m);
+    tunep_bert_free(m);
     return st;
 }
 
@@ -227,7 +230,7 @@ static double trunc_normal(uint64_t seed, int tensor, int layer, uint64_t i)
     return 0.0;
 }
 
-tune_status TUNEP_RFN(tunep_bert_init_weights)(MODEL *m, uint64_t seed, tune_error *err)
+tune_status tunep_bert_init_weights(struct tunep_bert *m, uint64_t seed, tune_error *err)
 {
     if (!m)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL model");
@@ -272,7 +275,8 @@ static tune_status check_range(const int32_t *a, int B, int T, int32_t lo, int32
     return TUNE_OK;
 }
 
-static tune_status upload_inputs(MODEL *m, const struct tunep_bert_batch *batch, tune_error *err)
+static tune_status upload_inputs(struct tunep_bert *m, const struct tunep_bert_batch *batch,
+                                 tune_error *err)
 {
     const struct tunep_bert_config *c = &m->cfg;
     int B = batch->B, T = batch->T;
@@ -312,8 +316,8 @@ static uint64_t drop_stream(enum bert_act id, int layer)
     return tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, (int)id, 0, layer);
 }
 
-tune_status TUNEP_RFN(tunep_bert_forward)(MODEL *m, const struct tunep_bert_batch *batch, int train,
-                                          uint64_t dropout_seed, double *ret_loss, tune_error *err)
+tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_batch *batch,
+                               int train, uint64_t dropout_seed, double *ret_loss, tune_error *err)
 {
     if (!m || !batch || !batch->ids)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL argument");
@@ -336,8 +340,8 @@ tune_status TUNEP_RFN(tunep_bert_forward)(MODEL *m, const struct tunep_bert_batc
     const size_t nmax = (size_t)m->B_max * (size_t)m->T_max;
     const int32_t *ids = m->inputs_mem, *types = ids + nmax, *mask = types + nmax;
     const int32_t *labels = mask + nmax;
-    const PARAMS *p = &m->params;
-    const ACTS *a = &m->acts;
+    const struct tunep_bert_params *p = &m->params;
+    const struct tunep_bert_acts *a = &m->acts;
     m->p_hidden = ph;
     m->p_attn = pa;
     m->seed = dropout_seed;
@@ -424,7 +428,7 @@ tune_status TUNEP_RFN(tunep_bert_forward)(MODEL *m, const struct tunep_bert_batc
  * group instead of one per buffer. Rows with a per-layer buffer get their
  * own call for layer l.
  */
-static tune_status zero_grads(MODEL *m, enum bert_act first, enum bert_act last, int l,
+static tune_status zero_grads(struct tunep_bert *m, enum bert_act first, enum bert_act last, int l,
                               tune_error *err)
 {
     const struct tunep_bert_layout *lay = &m->layout;
@@ -453,7 +457,7 @@ static tune_status zero_grads(MODEL *m, enum bert_act first, enum bert_act last,
     return TUNE_OK;
 }
 
-tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
+tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
 {
     if (!m)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL model");
@@ -469,8 +473,8 @@ tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
     const size_t nmax = (size_t)m->B_max * (size_t)m->T_max;
     const int32_t *ids = m->inputs_mem, *types = ids + nmax, *mask = types + nmax;
     const int32_t *labels = mask + nmax;
-    const PARAMS *p = &m->params, *g = &m->grads;
-    const ACTS *a = &m->acts, *d = &m->dacts;
+    const struct tunep_bert_params *p = &m->params, *g = &m->grads;
+    const struct tunep_bert_acts *a = &m->acts, *d = &m->dacts;
 
     const size_t BC = (size_t)B * (size_t)C;
     /* d(mean loss)/d(loss_b) = 1/B */
@@ -555,7 +559,7 @@ tune_status TUNEP_RFN(tunep_bert_backward)(MODEL *m, tune_error *err)
 #undef ZERO
 #undef DL
 
-tune_status TUNEP_RFN(tunep_bert_zero_grad)(MODEL *m, tune_error *err)
+tune_status tunep_bert_zero_grad(struct tunep_bert *m, tune_error *err)
 {
     if (!m)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL model");
@@ -564,8 +568,8 @@ tune_status TUNEP_RFN(tunep_bert_zero_grad)(MODEL *m, tune_error *err)
 
 /* ---- optimiser ----------------------------------------------------------- */
 
-tune_status TUNEP_RFN(tunep_bert_adamw_step)(MODEL *m, const struct tunep_adamw *opt, double lr,
-                                             double *ret_grad_norm, tune_error *err)
+tune_status tunep_bert_adamw_step(struct tunep_bert *m, const struct tunep_adamw *opt, double lr,
+                                  double *ret_grad_norm, tune_error *err)
 {
     if (!m || !opt)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL argument");
@@ -601,7 +605,7 @@ tune_status TUNEP_RFN(tunep_bert_adamw_step)(MODEL *m, const struct tunep_adamw 
 
 /* ---- access -------------------------------------------------------------- */
 
-static tune_status tensor_at(const MODEL *m, enum bert_param id, int layer, size_t n,
+static tune_status tensor_at(const struct tunep_bert *m, enum bert_param id, int layer, size_t n,
                              size_t *ret_offset, tune_error *err)
 {
     if (!m || (int)id < 0 || id >= BERT_PARAM_COUNT)
@@ -618,31 +622,31 @@ static tune_status tensor_at(const MODEL *m, enum bert_param id, int layer, size
     return TUNE_OK;
 }
 
-tune_status TUNEP_RFN(tunep_bert_param_set)(MODEL *m, enum bert_param id, int layer,
-                                            const real *src, size_t n, tune_error *err)
+tune_status tunep_bert_param_set(struct tunep_bert *m, enum bert_param id, int layer,
+                                 const real *src, size_t n, tune_error *err)
 {
     size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
     return m->be->upload(m->be->ctx, m->params_mem + off, src, n * sizeof(real), err);
 }
 
-tune_status TUNEP_RFN(tunep_bert_param_get)(const MODEL *m, enum bert_param id, int layer,
-                                            real *dst, size_t n, tune_error *err)
+tune_status tunep_bert_param_get(const struct tunep_bert *m, enum bert_param id, int layer,
+                                 real *dst, size_t n, tune_error *err)
 {
     size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
     return m->be->download(m->be->ctx, dst, m->params_mem + off, n * sizeof(real), err);
 }
 
-tune_status TUNEP_RFN(tunep_bert_grad_get)(const MODEL *m, enum bert_param id, int layer, real *dst,
-                                           size_t n, tune_error *err)
+tune_status tunep_bert_grad_get(const struct tunep_bert *m, enum bert_param id, int layer,
+                                real *dst, size_t n, tune_error *err)
 {
     size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
     return m->be->download(m->be->ctx, dst, m->grads_mem + off, n * sizeof(real), err);
 }
 
-static real *arena_base(const MODEL *m, enum tunep_bert_arena arena)
+static real *arena_base(const struct tunep_bert *m, enum tunep_bert_arena arena)
 {
     switch (arena) {
         case TUNEP_BERT_ARENA_PARAMS: return m->params_mem;
@@ -653,9 +657,9 @@ static real *arena_base(const MODEL *m, enum tunep_bert_arena arena)
     }
 }
 
-tune_status TUNEP_RFN(tunep_bert_tensor_get)(const MODEL *m, enum tunep_bert_arena arena,
-                                             enum bert_param id, int layer, real *dst, size_t n,
-                                             tune_error *err)
+tune_status tunep_bert_tensor_get(const struct tunep_bert *m, enum tunep_bert_arena arena,
+                                  enum bert_param id, int layer, real *dst, size_t n,
+                                  tune_error *err)
 {
     size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
@@ -665,9 +669,9 @@ tune_status TUNEP_RFN(tunep_bert_tensor_get)(const MODEL *m, enum tunep_bert_are
     return m->be->download(m->be->ctx, dst, base + off, n * sizeof(real), err);
 }
 
-tune_status TUNEP_RFN(tunep_bert_tensor_set)(MODEL *m, enum tunep_bert_arena arena,
-                                             enum bert_param id, int layer, const real *src,
-                                             size_t n, tune_error *err)
+tune_status tunep_bert_tensor_set(struct tunep_bert *m, enum tunep_bert_arena arena,
+                                  enum bert_param id, int layer, const real *src, size_t n,
+                                  tune_error *err)
 {
     size_t off = 0;
     TRY(tensor_at(m, id, layer, n, &off, err));
@@ -677,7 +681,7 @@ tune_status TUNEP_RFN(tunep_bert_tensor_set)(MODEL *m, enum tunep_bert_arena are
     return m->be->upload(m->be->ctx, base + off, src, n * sizeof(real), err);
 }
 
-tune_status TUNEP_RFN(tunep_bert_logits)(const MODEL *m, real *dst, size_t n, tune_error *err)
+tune_status tunep_bert_logits(const struct tunep_bert *m, real *dst, size_t n, tune_error *err)
 {
     if (!m || !dst)
         return tunep_error_set(err, TUNE_EINVAL, "bert: NULL argument");
@@ -690,62 +694,62 @@ tune_status TUNEP_RFN(tunep_bert_logits)(const MODEL *m, real *dst, size_t n, tu
     return m->be->download(m->be->ctx, dst, m->acts.logits, n * sizeof(real), err);
 }
 
-const struct tunep_bert_config *TUNEP_RFN(tunep_bert_config_of)(const MODEL *m)
+const struct tunep_bert_config *tunep_bert_config_of(const struct tunep_bert *m)
 {
     return &m->cfg;
 }
 
-const struct tunep_bert_layout *TUNEP_RFN(tunep_bert_layout_of)(const MODEL *m)
+const struct tunep_bert_layout *tunep_bert_layout_of(const struct tunep_bert *m)
 {
     return &m->layout;
 }
 
-const PARAMS *TUNEP_RFN(tunep_bert_params_view)(const MODEL *m)
+const struct tunep_bert_params *tunep_bert_params_view(const struct tunep_bert *m)
 {
     return &m->params;
 }
 
-const PARAMS *TUNEP_RFN(tunep_bert_grads_view)(const MODEL *m)
+const struct tunep_bert_params *tunep_bert_grads_view(const struct tunep_bert *m)
 {
     return &m->grads;
 }
 
-const ACTS *TUNEP_RFN(tunep_bert_acts_view)(const MODEL *m)
+const struct tunep_bert_acts *tunep_bert_acts_view(const struct tunep_bert *m)
 {
     return &m->acts;
 }
 
-const ACTS *TUNEP_RFN(tunep_bert_grad_acts_view)(const MODEL *m)
+const struct tunep_bert_acts *tunep_bert_grad_acts_view(const struct tunep_bert *m)
 {
     return &m->dacts;
 }
 
-real *TUNEP_RFN(tunep_bert_params_arena)(const MODEL *m)
+real *tunep_bert_params_arena(const struct tunep_bert *m)
 {
     return m->params_mem;
 }
 
-real *TUNEP_RFN(tunep_bert_grads_arena)(const MODEL *m)
+real *tunep_bert_grads_arena(const struct tunep_bert *m)
 {
     return m->grads_mem;
 }
 
-real *TUNEP_RFN(tunep_bert_adam_m_arena)(const MODEL *m)
+real *tunep_bert_adam_m_arena(const struct tunep_bert *m)
 {
     return m->m_mem;
 }
 
-real *TUNEP_RFN(tunep_bert_adam_v_arena)(const MODEL *m)
+real *tunep_bert_adam_v_arena(const struct tunep_bert *m)
 {
     return m->v_mem;
 }
 
-long TUNEP_RFN(tunep_bert_step_count)(const MODEL *m)
+long tunep_bert_step_count(const struct tunep_bert *m)
 {
     return m->step;
 }
 
-tune_status TUNEP_RFN(tunep_bert_set_step_count)(MODEL *m, long step, tune_error *err)
+tune_status tunep_bert_set_step_count(struct tunep_bert *m, long step, tune_error *err)
 {
     if (!m || step < 0)
         return tunep_error_set(err, TUNE_EINVAL, "bert: invalid step count %ld", step);

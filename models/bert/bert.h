@@ -248,11 +248,16 @@ void tunep_adamw_default(struct tunep_adamw *opt);
 
 /* ---- the model, in float and (for gradient checks) double ---------------- */
 
+/* struct tunep_bert and tunep_bert_new() ... in float, then the same
+ * declarations in double under the names bert_f64.h lists
+ * (struct tunep_bert_f64, tunep_bert_new_f64() ...). */
 #define TUNEP_HREAL float
 #include "models/bert/bert_model_tmpl.h"
 #undef TUNEP_HREAL
 #define TUNEP_HREAL double
+#include "models/bert/bert_f64.h"
 #include "models/bert/bert_model_tmpl.h"
+#include "models/bert/bert_f64_end.h"
 #undef TUNEP_HREAL
 
 #endif /* TUNE_BERT_H */

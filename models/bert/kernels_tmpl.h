@@ -2,8 +2,9 @@
  * kernels_tmpl.h - struct tunep_kernels: the math a BERT backend supplies.
  *
  * Included twice by backend.h, with TUNEP_HREAL set to float (struct
- * tunep_kernels) and to double (struct tunep_kernels_f64, CPU only, for
- * gradient checks); no include guard on purpose.
+ * tunep_kernels) and to double (struct tunep_kernels_f64, the name
+ * bert_f64.h gives it; CPU only, for gradient checks); no include guard on
+ * purpose.
  *
  * Conventions (STYLE 8.5.4): outputs first, then const inputs, then
  * dimensions; ctx is the backend's context (threads, stream, handles).
@@ -17,9 +18,8 @@
  * kept elements are scaled by 1/(1-p); p == 0 is the identity.
  */
 #define TUNEP_KR TUNEP_HREAL
-#define TUNEP_KS TUNEP_REAL_NAME(TUNEP_HREAL, tunep_kernels)
 
-struct TUNEP_KS {
+struct tunep_kernels {
     /* out (B,T,C) = wte[ids] + wpe[t] + wtt[types]; wte (V,C), wpe (P,C) with
      * P >= T, wtt (TV,C); ids, types (B,T). */
     tune_status (*embed_fwd)(void *ctx, TUNEP_KR *out, const int32_t *ids, const int32_t *types,
@@ -109,5 +109,4 @@ struct TUNEP_KS {
     tune_status (*grad_sumsq)(void *ctx, double *ret_sumsq, const TUNEP_KR *g, size_t n);
 };
 
-#undef TUNEP_KS
 #undef TUNEP_KR

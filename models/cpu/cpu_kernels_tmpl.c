@@ -1,11 +1,12 @@
 /*
  * cpu_kernels_tmpl.c - reference CPU kernels of struct tunep_kernels,
- * compiled twice: -DTUNE_REAL=float (production, OpenBLAS GEMMs) and
- * -DTUNE_REAL=double (gradient checks, naive GEMMs), as dav1d templates
- * its DSP code per bit depth. The float instance is compiled again per
- * x86-64 level (-DTUNEP_CPU_ISA=avx2|avx512 with that level's -march; the
- * backend picks one at run time, cpu_backend.c): the same source, wider
- * vectors, and the Philox draws of cpu_philox.h 8 or 16 blocks at a time.
+ * compiled twice: as float (production, OpenBLAS GEMMs) and with -DTUNEP_F64
+ * as double (gradient checks, naive GEMMs), as dav1d templates its DSP code
+ * per bit depth. The float instance is compiled again per x86-64 level
+ * (-DTUNEP_CPU_BUILD_AVX2 or -DTUNEP_CPU_BUILD_AVX512 with that level's
+ * -march; the backend picks one at run time, cpu_backend.c): the same
+ * source, wider vectors, and the Philox draws of cpu_philox.h 8 or 16
+ * blocks at a time.
  * All levels compute the same bits (no FMA contraction, integer Philox,
  * reductions in an order written out here), which the tests check.
  *
@@ -35,25 +36,35 @@
 #include "models/cpu/cpu_matmul.h"
 #include "models/cpu/cpu_philox.h"
 
-#ifndef TUNE_REAL
-#error "compile with -DTUNE_REAL=float or -DTUNE_REAL=double"
+/*
+ * The names each build defines. The source is written with those of the
+ * baseline float build, tunep_cpu_kernels and tunep_cpu_philox_fill_generic;
+ * the other builds rename them here, after every header (cpu_backend.h
+ * declares all of them). The double build also takes the double names of the
+ * model's types from bert_f64.h (struct tunep_kernels is struct
+ * tunep_kernels_f64 there) and calls the double GEMM.
+ */
+#if defined(TUNEP_F64)
+#include "models/bert/bert_f64.h"
+#define tunep_cpu_kernels tunep_cpu_kernels_f64
+#elif defined(TUNEP_CPU_BUILD_AVX2)
+#define tunep_cpu_kernels             tunep_cpu_kernels_avx2
+#define tunep_cpu_philox_fill_generic tunep_cpu_philox_fill_avx2
+#elif defined(TUNEP_CPU_BUILD_AVX512)
+#define tunep_cpu_kernels             tunep_cpu_kernels_avx512
+#define tunep_cpu_philox_fill_generic tunep_cpu_philox_fill_avx512
 #endif
 
-typedef TUNE_REAL real;
-#define GEMM TUNEP_RFN(tunep_cpu_gemm)
-
-/* 1 in the float instance, 0 in the double one (preprocessor-visible). */
-#define CPU_IS_FLOAT_float  1
-#define CPU_IS_FLOAT_double 0
-#define CPU_IS_FLOAT        TUNEP_CAT(CPU_IS_FLOAT_, TUNE_REAL)
-
-/* The table this compilation defines: tunep_cpu_kernels(_f64) for the
- * baseline build, tunep_cpu_kernels_<isa> for a float build with
- * -DTUNEP_CPU_ISA=<isa> and that ISA's -march (cpu_backend.c picks one). */
-#if defined(TUNEP_CPU_ISA)
-#define CPU_TABLE TUNEP_CAT(tunep_cpu_kernels_, TUNEP_CPU_ISA)
+/* The element type, the same as a preprocessor test (CPU_IS_FLOAT), and the
+ * GEMM of that precision (cpu_matmul.h). */
+#if defined(TUNEP_F64)
+typedef double real;
+#define CPU_IS_FLOAT 0
+#define GEMM         tunep_cpu_gemm_f64
 #else
-#define CPU_TABLE TUNEP_RFN(tunep_cpu_kernels)
+typedef float real;
+#define CPU_IS_FLOAT 1
+#define GEMM         tunep_cpu_gemm
 #endif
 
 /* A static-schedule parallel loop over `nt` threads, serial unless `cond`. */
@@ -821,19 +832,15 @@ static tune_status grad_sumsq(void *ctx, double *ret_sumsq, const real *g, size_
 
 #if CPU_IS_FLOAT
 /* This build's Philox path, for the tests (cpu_backend.h). */
-#if defined(TUNEP_CPU_ISA)
-#define CPU_PHILOX_FILL TUNEP_CAT(tunep_cpu_philox_fill_, TUNEP_CPU_ISA)
-#else
-#define CPU_PHILOX_FILL tunep_cpu_philox_fill_generic
-#endif
-void CPU_PHILOX_FILL(uint32_t *r, uint64_t idx0, size_t n, uint64_t seed, uint64_t stream)
+void tunep_cpu_philox_fill_generic(uint32_t *r, uint64_t idx0, size_t n, uint64_t seed,
+                                   uint64_t stream)
 {
     cpu_philox_fill(r, idx0, n, seed, stream);
 }
 
 #endif
 
-const struct TUNEP_RFN(tunep_kernels) CPU_TABLE = {
+const struct tunep_kernels tunep_cpu_kernels = {
     .embed_fwd = embed_fwd,
     .embed_bwd = embed_bwd,
     .layernorm_fwd = layernorm_fwd,

@@ -1,6 +1,6 @@
 /*
  * test_bert_gradcheck.c - the whole model's backward pass against central
- * differences, in double precision (bert.c compiled with TUNE_REAL=double
+ * differences, in double precision (bert.c compiled with -DTUNEP_F64
  * over the double CPU kernels), on tiny shapes (L=2, C=8, NH=2, I=16, T=5,
  * B=2, V=20, K=3) with padding positions, dropout off and on (the counter
  * RNG gives both evaluations of a difference the same masks). Every
