@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU utilisation and total throughput with 1, 4 and 8 concurrent bert-tiny
-# trials on one GPU (issue 4): bench_bert_step_gpu --concurrent N runs N trials
+# trials on one GPU: bench_bert_step_gpu --concurrent N runs N trials
 # in one process, each with its own stream and cuBLAS handle, while nvidia-smi
 # samples NVML's utilization.gpu (the share of each sample period in which a
 # kernel was running) every 100 ms. Only samples inside the benchmark's timed

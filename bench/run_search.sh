@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The searchers against Optuna 3.1's samplers, side by side in one run (issue 5):
+# The searchers against Optuna 3.1's samplers, side by side in one run:
 #   1. Branin, Hartmann-6 and the 27-step synthetic learning curve at 50 and 200
 #      evaluations, SEEDS seeds (default 20): tune's random, tpe, tpe-mv and, when
 #      built, sobol, lhs and gp; Optuna's RandomSampler and TPESampler (and its

@@ -116,7 +116,7 @@ def util_section(util):
 
 def main():
     raw, report, gpu_line, rev, secs, warns = sys.argv[1:7]
-    text = ["# GPU check (issue 4)\n\n",
+    text = ["# GPU check\n\n",
             "- GPU: %s\n- revision %s; raw output in `%s`; %s s in all; %s build warning lines\n"
             % (gpu_line, rev, raw, secs, warns)]
     text += tests_section(raw)

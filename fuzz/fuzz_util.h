@@ -92,7 +92,7 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t size)
     return s;
 }
 
-/* What every failed call must leave in its tune_error (STYLE 8.3.2). */
+/* What every failed call must leave in its tune_error. */
 static inline void fuzz_check_error(tune_status st, const tune_error *err)
 {
     FUZZ_CHECK(st != TUNE_OK);

@@ -17,7 +17,7 @@
 
 #include "base/base.h"
 
-/* Limits on what a config may ask for (STYLE 8.3.9). */
+/* Limits on what a config may ask for. */
 #define TUNEP_SPACE_MAX_PARAMS  1024
 #define TUNEP_SPACE_MAX_CHOICES 100000
 #define TUNEP_SPACE_MAX_GRID    1000000 /* grid points before num_samples repeats */

@@ -4,7 +4,7 @@
  * The tensor tables below are the single source of truth: the parameter and
  * activation arenas, the pointer views, the Hugging Face checkpoint names,
  * weight decay and initialisation all come from them, so adding a tensor is
- * one row (STYLE 8.5). The forward/backward orchestration (bert.c) is written
+ * one row. The forward/backward orchestration (bert.c) is written
  * once against struct tunep_kernels and compiled for float and double.
  *
  * Model (Devlin et al. 2019; Hugging Face modeling_bert.py): word + position
@@ -39,7 +39,7 @@ struct tunep_bert_config {
     double ln_eps;         /* layer_norm_eps (1e-12 in BERT) */
 };
 
-/* Limits on every size (STYLE 8.3.9); they also keep all size_t products of
+/* Limits on every size; they also keep all size_t products of
  * the layout far from overflow (the largest, B*NH*T*T*L, stays below 2^52). */
 #define TUNEP_BERT_MAX_L  256
 #define TUNEP_BERT_MAX_C  16384

@@ -6,7 +6,7 @@
  * an arena is one contiguous block that kernels such as AdamW and the
  * gradient norm can treat as flat; sizes grow monotonically with B and T,
  * so arenas sized for (B_max, T_max) hold any smaller batch. No allocation,
- * no backend (STYLE 8.5.2).
+ * no backend.
  */
 #include "models/bert/bert.h"
 

@@ -6,7 +6,7 @@
  * bert_f64.h gives it; CPU only, for gradient checks); no include guard on
  * purpose.
  *
- * Conventions (STYLE 8.5.4): outputs first, then const inputs, then
+ * Conventions: outputs first, then const inputs, then
  * dimensions; ctx is the backend's context (threads, stream, handles).
  * Every _bwd kernel ADDS (+=) into every gradient it writes, activation and
  * parameter gradients alike, so callers zero gradients once and gradient

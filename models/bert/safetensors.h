@@ -21,7 +21,7 @@
 
 #include "tune.h"
 
-/* Limits on what a file may declare (STYLE 8.3.9). The header limit is the
+/* Limits on what a file may declare. The header limit is the
  * safetensors library's own (100 MB); bert-large with AdamW moments needs
  * about 1,200 tensors, far below the tensor limit. */
 #define TUNEP_ST_MAX_HEADER  100000000u

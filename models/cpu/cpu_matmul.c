@@ -1,6 +1,6 @@
 /*
  * cpu_matmul.c - GEMM for the CPU backend: OpenBLAS cblas_sgemm (the only
- * file that includes <cblas.h>, STYLE 8.1) and the naive loops that serve as
+ * file that includes <cblas.h>) and the naive loops that serve as
  * double-precision path and as test oracle (llm.c matmul_forward_naive).
  *
  * Threading: OpenBLAS is kept at one thread and large GEMMs are cut into

@@ -1,7 +1,7 @@
 /*
  * cuda_backend.h - the CUDA + cuBLAS backend of the BERT model, as plain C.
  *
- * No CUDA type crosses this header (STYLE 8.5.6): the context is opaque and
+ * No CUDA type crosses this header: the context is opaque and
  * every launcher has exactly the signature of its struct tunep_kernels
  * member (models/bert/kernels_tmpl.h), so cuda_backend.c can fill the table
  * with designated initializers and the C compiler checks each type. The

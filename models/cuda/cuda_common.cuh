@@ -2,7 +2,7 @@
  * cuda_common.cuh - what every .cu file of the CUDA backend shares: the
  * context (device, stream, cuBLAS handle and workspace, scratch), the macros
  * that turn CUDA and cuBLAS failures into a tune_status with the failing
- * call, file and line (STYLE 8.3.5, ggml's CUDA_CHECK_GEN returning instead
+ * call, file and line (ggml's CUDA_CHECK_GEN returning instead
  * of aborting), and the helpers several ops use: a row-major GEMM over
  * cuBLAS that takes the CPU backend's exact arguments, a deterministic
  * column sum, and warp reductions.

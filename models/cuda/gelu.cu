@@ -5,7 +5,7 @@
  *
  * CUDA's erff and expf are accurate to 2 ulp (CUDA C Programming Guide,
  * "Mathematical Functions"); the build never uses --use_fast_math, so these
- * are not the fast intrinsics (STYLE 8.5.9, llm.c's GeLU incident).
+ * are not the fast intrinsics (llm.c's GeLU incident).
  * Element-wise over n elements with grid-stride loops.
  */
 #include "models/cuda/cuda_common.cuh"

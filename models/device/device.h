@@ -3,7 +3,7 @@
  * "cpu", "cuda", "cuda:N") parsed once, and turned into a backend at trial
  * start, with "auto" falling back to the CPU and saying why.
  *
- * The registry STYLE 8.1 calls models/backend.c: it names both backends, so
+ * The backend registry: it names both backends, so
  * callers never #ifdef on CUDA; in a build without CUDA the CUDA side
  * answers TUNE_EUNSUPPORTED (cuda_none.c).
  */

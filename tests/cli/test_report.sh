@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_report.sh - the HTML report (issue 8): `tune report DIR [-o FILE]` and
+# test_report.sh - the HTML report: `tune report DIR [-o FILE]` and
 # the report that `tune run` writes when a sweep ends.
 #
 #   1. An ASHA sweep whose parameter names and values hold HTML and script
