@@ -407,7 +407,10 @@ static inline float cpu_exp_neg(float a)
 {
     a = cpu_sel(a < -87.0f, -87.0f, a);
     a = cpu_sel(a > 0.0f, 0.0f, a);                 /* callers may pass a > 0 and discard e^a */
-    int n = (int)(a * 1.44269504088896341f - 0.5f); /* a <= 0: truncation = round */
+    /* A NaN (a diverged trial) takes n = 0 and goes on as NaN through r:
+     * converting it to int would be undefined. */
+    float an = cpu_sel(a == a, a, 0.0f);
+    int n = (int)(an * 1.44269504088896341f - 0.5f); /* a <= 0: truncation = round */
     float nf = (float)n;
     float r = (a - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
     float e = 1.0f / 5040.0f;
