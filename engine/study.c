@@ -257,8 +257,8 @@ tune_status tune_study_new_from_json(const char *json, const char *source, tune_
     return study_from_config(json, strlen(json), source, NULL, ret_study, err);
 }
 
-tune_status tune_study_new_with_space(const char *json, tune_space *space, tune_study **ret_study,
-                                      tune_error *err)
+tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
+                                           tune_study **ret_study, tune_error *err)
 {
     if (!json || !space || !ret_study) {
         tune_space_free(space);
@@ -310,20 +310,38 @@ void tune_study_free(tune_study *s)
     tunep_free(s);
 }
 
-tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *user_data)
+tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *user_data,
+                                     tune_error *err)
 {
-    if (!s || !fn || s->readonly)
-        return TUNE_EINVAL;
+    if (!s || !fn)
+        return tunep_error_set(err, TUNE_EINVAL, "study and fn must not be NULL");
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
     s->fn = fn;
     s->fn_data = user_data;
     return TUNE_OK;
 }
 
-tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags)
+/* Not while running, nor on a study opened read-only or one that has run. */
+static tune_status check_settable(const tune_study *s, tune_error *err)
 {
-    if (!s || s->readonly || s->has_run ||
-        (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESTART_ERRORED | TUNE_RESUME_FORCE)))
-        return TUNE_EINVAL;
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    if (s->has_run)
+        return tunep_error_set(err, TUNE_EINVAL, "this study has already run");
+    return TUNE_OK;
+}
+
+tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags, tune_error *err)
+{
+    if (!s)
+        return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
+    tune_status st = check_settable(s, err);
+    if (st)
+        return st;
+    if (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE))
+        return tunep_error_set(err, TUNE_EINVAL, "unknown resume flags 0x%x",
+                               flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE));
     s->resume_flags = flags;
     return TUNE_OK;
 }
@@ -350,8 +368,8 @@ tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_
     tunep_store_close(store);
     if (!st)
         st = study_from_config(row.config_json, strlen(row.config_json), db, NULL, &s, err);
-    if (!st && (tune_study_set_storage(s, dir) || tune_study_set_resume_flags(s, flags)))
-        st = tunep_error_set(err, TUNE_EINVAL, "invalid resume flags");
+    if (!st && !(st = tune_study_set_storage(s, dir, err)))
+        st = tune_study_set_resume_flags(s, flags, err);
     tunep_store_experiment_done(&row);
     tunep_free(db);
     if (st) {
@@ -362,13 +380,16 @@ tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_
     return TUNE_OK;
 }
 
-tune_status tune_study_set_storage(tune_study *s, const char *dir)
+tune_status tune_study_set_storage(tune_study *s, const char *dir, tune_error *err)
 {
-    if (!s || !dir || !*dir || s->readonly || s->has_run)
-        return TUNE_EINVAL;
+    if (!s || !dir || !*dir)
+        return tunep_error_set(err, TUNE_EINVAL, "study and a non-empty dir must be given");
+    tune_status st = check_settable(s, err);
+    if (st)
+        return st;
     char *copy = tunep_strdup(dir);
     if (!copy)
-        return TUNE_ENOMEM;
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     tunep_free(s->cfg.storage);
     s->cfg.storage = copy;
     return TUNE_OK;

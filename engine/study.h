@@ -182,6 +182,21 @@ void tunep_checkpoint_forget(struct tunep_trial_rec *r);
 /* Looks for a trial's checkpoint file after `tune resume`; sets has_ckpt/ckpt_iter. */
 void tunep_checkpoint_probe(struct tune_study *s, struct tunep_trial_rec *r);
 
+/*
+ * The typed reads of a parameter value `name` shared by tune_trial_get_* and
+ * tune_result_get_* (trial.c): a double from any number or boolean, an
+ * integer from an integer, a boolean or an integral float, a string or a
+ * boolean only as itself. TUNE_ETYPE otherwise; *ret is then untouched.
+ */
+tune_status tunep_value_get_double(const struct tunep_value *v, const char *name, double *ret,
+                                   tune_error *err);
+tune_status tunep_value_get_int(const struct tunep_value *v, const char *name, int64_t *ret,
+                                tune_error *err);
+tune_status tunep_value_get_string(const struct tunep_value *v, const char *name, const char **ret,
+                                   tune_error *err);
+tune_status tunep_value_get_bool(const struct tunep_value *v, const char *name, int *ret,
+                                 tune_error *err);
+
 /* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
 tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);
 

@@ -14,11 +14,12 @@ static tune_status objective(tune_trial *trial, void *user_data)
     double lr, acc = 0.0;
     int64_t batch;
     (void)user_data;
-    if (tune_trial_get_double(trial, "lr", &lr) || tune_trial_get_int(trial, "batch_size", &batch))
+    if (tune_trial_get_double(trial, "lr", &lr, NULL) ||
+        tune_trial_get_int(trial, "batch_size", &batch, NULL))
         return TUNE_EINVAL;
     for (int it = 1; it <= 20; it++) {
         acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch / 64;
-        tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc);
+        tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK; /* the scheduler stopped this trial: leave promptly */
         if (st != TUNE_OK)
@@ -40,14 +41,14 @@ int main(void)
         tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
         goto fail;
     /* The study takes the space, even when it fails. */
-    if (tune_study_new_with_space("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
-                                  " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
-                                  " \"storage\": \":memory:\","
-                                  " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
-                                  space, &study, &err))
+    if (tune_study_new_with_space_take("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
+                                       " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
+                                       " \"storage\": \":memory:\","
+                                       " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
+                                       space, &study, &err))
         goto fail;
-    tune_study_set_objective(study, objective, NULL);
-    if (tune_study_run(study, &err) || tune_study_best_json(study, &best, &err))
+    if (tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err) ||
+        tune_study_best_json(study, &best, &err))
         goto fail;
     printf("%s\n", best);
     tune_free(best);

@@ -19,13 +19,14 @@
  *         double lr, acc = 0.0;
  *         int64_t batch;
  *         (void)user_data;
- *         if (tune_trial_get_double(trial, "lr", &lr) || tune_trial_get_int(trial, "batch_size", &batch))
+ *         if (tune_trial_get_double(trial, "lr", &lr, NULL) ||
+ *             tune_trial_get_int(trial, "batch_size", &batch, NULL))
  *             return TUNE_EINVAL;
  *         for (int it = 1; it <= 20; it++) {
  *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch / 64;
- *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc);
+ *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL);
  *             if (st == TUNE_ESTOP)
- *                 return TUNE_OK;   // the scheduler stopped this trial: leave promptly
+ *                 return TUNE_OK; // the scheduler stopped this trial: leave promptly
  *             if (st != TUNE_OK)
  *                 return st;
  *         }
@@ -45,14 +46,14 @@
  *             tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
  *             goto fail;
  *         // The study takes the space, even when it fails.
- *         if (tune_study_new_with_space("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
- *                                       " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
- *                                       " \"storage\": \":memory:\","
- *                                       " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
- *                                       space, &study, &err))
+ *         if (tune_study_new_with_space_take("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
+ *                                            " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
+ *                                            " \"storage\": \":memory:\","
+ *                                            " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
+ *                                            space, &study, &err))
  *             goto fail;
- *         tune_study_set_objective(study, objective, NULL);
- *         if (tune_study_run(study, &err) || tune_study_best_json(study, &best, &err))
+ *         if (tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err) ||
+ *             tune_study_best_json(study, &best, &err))
  *             goto fail;
  *         printf("%s\n", best);
  *         tune_free(best);
@@ -64,11 +65,20 @@
  *         return 1;
  *     }
  *
- * Conventions: fallible functions return tune_status (TUNE_OK is 0) and take an
- * optional last `tune_error *err` (may be NULL) that receives the details.
- * Objects come from *_new and go with *_free, which accept NULL. Strings handed
- * in are copied; strings handed out as `const char *` are borrowed (their
- * lifetime is stated), those handed out as `char *` are freed with tune_free().
+ * Conventions:
+ *  - Every function that returns tune_status takes an optional `tune_error
+ *    *err` as its last parameter; NULL is fine. For any status but TUNE_OK a
+ *    non-NULL err receives the details (for TUNE_ESTOP: why the trial must
+ *    stop); on TUNE_OK it is left untouched. Functions that cannot fail
+ *    (ids, counts, names, *_free) return their value directly.
+ *  - Outputs come back through `ret_` parameters, just before err.
+ *  - Objects come from *_new and go with *_free, which accept NULL.
+ *  - Arguments are borrowed for the call: what the library keeps (names,
+ *    paths, values) is copied. A function that takes ownership of an object
+ *    ends in `_take`, and takes it even when it fails.
+ *  - Strings handed out as `const char *` are borrowed (each getter states
+ *    for how long); those handed out as `char *` are freed with tune_free().
+ *  - Enums are append-only and end with a _COUNT sentinel.
  * The library never prints, never exits, and keeps no mutable global state but
  * the allocator and log hooks, which are set before anything else.
  */
@@ -133,7 +143,7 @@ TUNE_API const char *tune_strerror(tune_status code);
 
 /**
  * Details of a failure. Every field is set whenever a function that received a
- * non-NULL err fails; on success err is left untouched.
+ * non-NULL err returns anything but TUNE_OK; on TUNE_OK err is left untouched.
  */
 typedef struct tune_error {
     tune_status code;
@@ -340,22 +350,22 @@ TUNE_API int64_t tune_trial_iteration(const tune_trial *trial);
  * @return TUNE_OK, TUNE_ENOTFOUND (no such name), TUNE_ETYPE (a string), TUNE_EINVAL.
  */
 TUNE_API tune_status tune_trial_get_double(const tune_trial *trial, const char *name,
-                                           double *ret_value);
+                                           double *ret_value, tune_error *err);
 /**
  * Reads a parameter as an integer; a float converts only when it is integral
  * (quniform with q = 1, say). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
  */
 TUNE_API tune_status tune_trial_get_int(const tune_trial *trial, const char *name,
-                                        int64_t *ret_value);
+                                        int64_t *ret_value, tune_error *err);
 /**
  * Reads a string parameter; the string is borrowed and valid while the
  * objective runs. @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
  */
 TUNE_API tune_status tune_trial_get_string(const tune_trial *trial, const char *name,
-                                           const char **ret_value);
+                                           const char **ret_value, tune_error *err);
 /** Reads a boolean parameter (0 or 1). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL. */
-TUNE_API tune_status tune_trial_get_bool(const tune_trial *trial, const char *name,
-                                         int *ret_value);
+TUNE_API tune_status tune_trial_get_bool(const tune_trial *trial, const char *name, int *ret_value,
+                                         tune_error *err);
 /** The parameter as a double, or `fallback` when it is missing or not numeric. */
 TUNE_API double tune_trial_get_double_or(const tune_trial *trial, const char *name,
                                          double fallback);
@@ -385,15 +395,18 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
  * counts as the worst value for the scheduler (logged); a NaN or infinite
  * one also fails the attempt ("reported <metric> = nan at iteration N"),
  * which is retried up to max_failures: the answer is then TUNE_ESTOP.
+ * err, when given, says why for every answer but TUNE_OK (for TUNE_ESTOP:
+ * scheduler, stop condition, pause, study stopping, or the failure).
  * @return TUNE_OK to go on; TUNE_ESTOP when the trial must stop now (the
  *         scheduler stopped it, it reached max_t or a stop condition, or the
  *         study is stopping); TUNE_EINVAL for bad arguments; TUNE_ESTORE when
  *         the store failed (the trial should return this status).
  */
 TUNE_API tune_status tune_trial_report(tune_trial *trial, size_t n, const char *const *names,
-                                       const double *values);
+                                       const double *values, tune_error *err);
 /** tune_trial_report() with one metric. */
-TUNE_API tune_status tune_trial_report_metric(tune_trial *trial, const char *name, double value);
+TUNE_API tune_status tune_trial_report_metric(tune_trial *trial, const char *name, double value,
+                                              tune_error *err);
 /*
  * Checkpoints. An objective that can save its state makes pausing schedulers
  * (HyperBand, promotion ASHA), PBT, retries and `tune resume` continue where
@@ -467,21 +480,26 @@ TUNE_API tune_status tune_study_new_from_json(const char *json, const char *sour
                                               tune_study **ret_study, tune_error *err);
 /**
  * Creates a study from a JSON config without param_space and a space built in
- * code. Takes ownership of `space` even when it fails.
+ * code. Takes ownership of `space`, even when it fails: do not free it.
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_ECONFIG, TUNE_ENOMEM.
  */
-TUNE_API tune_status tune_study_new_with_space(const char *json, tune_space *space,
-                                               tune_study **ret_study, tune_error *err);
+TUNE_API tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
+                                                    tune_study **ret_study, tune_error *err);
 /**
  * Opens a finished or interrupted experiment folder (the one holding
  * experiment.db) read-only, for best/status/export.
  * @return TUNE_OK, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE, TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error *err);
-/** Flags for resuming an experiment (Ray Tune's Tuner.restore options). */
+/**
+ * Flags for resuming an experiment (Ray Tune's Tuner.restore options), for
+ * tune_study_resume() and tune_study_set_resume_flags().
+ */
 enum tune_resume_flags {
-    TUNE_RESUME_ERRORED = 1,  /**< ERROR trials get another max_failures + 1 attempts */
-    TUNE_RESTART_ERRORED = 2, /**< the same: without trainer checkpoints both start them over */
-    TUNE_RESUME_FORCE = 4,    /**< resume even when the config differs from the stored one */
+    TUNE_RESUME_ERRORED = 1, /**< ERROR trials get another max_failures + 1 attempts, from
+                                  their last checkpoint when the objective saved one (Ray's
+                                  resume_errored; with no checkpoint this is restart_errored) */
+    TUNE_RESUME_FORCE = 4,   /**< resume even when the config differs from the stored one */
 };
 
 /**
@@ -497,23 +515,29 @@ enum tune_resume_flags {
  */
 TUNE_API tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
                                        tune_error *err);
-/** Sets TUNE_RESUME_* flags for a run into an existing experiment folder. @return TUNE_OK, TUNE_EINVAL. */
-TUNE_API tune_status tune_study_set_resume_flags(tune_study *study, unsigned flags);
+/**
+ * Sets TUNE_RESUME_* flags for a run into an existing experiment folder.
+ * Not after tune_study_run(), nor on a study from tune_study_open().
+ * @return TUNE_OK, TUNE_EINVAL (unknown flags, or too late).
+ */
+TUNE_API tune_status tune_study_set_resume_flags(tune_study *study, unsigned flags,
+                                                 tune_error *err);
 
 /** Frees a study and closes its store (NULL is fine). Not while tune_study_run() runs. */
 TUNE_API void tune_study_free(tune_study *study);
 
 /**
- * Sets the objective, replacing the config's trainer. Not while running.
- * @return TUNE_OK, TUNE_EINVAL.
+ * Sets the objective, replacing the config's trainer. Not while running, nor
+ * on a study from tune_study_open(). @return TUNE_OK, TUNE_EINVAL.
  */
 TUNE_API tune_status tune_study_set_objective(tune_study *study, tune_objective_fn fn,
-                                              void *user_data);
+                                              void *user_data, tune_error *err);
 /**
  * Overrides the config's storage: an experiment folder, or ":memory:" for no
- * files at all. Not while running. @return TUNE_OK, TUNE_EINVAL, TUNE_ENOMEM.
+ * files at all. Not after tune_study_run(), nor on a study from
+ * tune_study_open(). @return TUNE_OK, TUNE_EINVAL, TUNE_ENOMEM.
  */
-TUNE_API tune_status tune_study_set_storage(tune_study *study, const char *dir);
+TUNE_API tune_status tune_study_set_storage(tune_study *study, const char *dir, tune_error *err);
 /** The experiment folder, or ":memory:". Borrowed; valid until the study is freed or the storage changes. */
 TUNE_API const char *tune_study_storage(const tune_study *study);
 /** The study's name. Borrowed; valid until the study is freed. */

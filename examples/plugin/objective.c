@@ -96,7 +96,7 @@ tune_status objective(tune_trial *trial, void *user_data)
         const char *names[2] = {"val_accuracy", "train_loss"};
         double acc = best * (1.0 - 0.8 * exp(-speed * it));
         double values[2] = {acc, 1.0 - acc};
-        tune_status st = tune_trial_report(trial, 2, names, values);
+        tune_status st = tune_trial_report(trial, 2, names, values, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK; /* the scheduler stopped this trial */
         if (st != TUNE_OK)
