@@ -575,11 +575,116 @@ TUNE_API tune_status tune_study_progress_text(tune_study *study, int max_rows, c
                                               tune_error *err);
 /**
  * The best trial by the last reported value of the main metric (Ray's
- * scope="last"; trials that ended in ERROR are left out), as `{"trial_id": 3, "status": "TERMINATED", "config": {...},
- * "<metric>": 0.91, "training_iteration": 20}`. Caller frees with tune_free().
+ * scope="last"; trials that ended in ERROR are left out), as
+ * `{"trial_id": 3, "status": "TERMINATED", "config": {...}, "<metric>": 0.91,
+ * "training_iteration": 20, "time_total_s": 1.234}`. Caller frees with tune_free().
+ * tune_study_best() gives the same trial as typed values.
  * @return TUNE_OK, TUNE_ENOTFOUND (no trial reported the metric), TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_best_json(tune_study *study, char **ret_json, tune_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The best trial as typed values                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ *     tune_result *best;
+ *     double lr, acc;
+ *     if (tune_study_best(study, &best, &err) == TUNE_OK) {
+ *         tune_result_get_double(best, "lr", &lr, NULL);
+ *         tune_result_get_metric(best, "val_accuracy", &acc, NULL);
+ *         printf("trial %lld: lr=%g val_accuracy=%g\n",
+ *                (long long)tune_result_trial_id(best), lr, acc);
+ *         tune_result_free(best);
+ *     }
+ */
+
+/**
+ * A copy of one trial's outcome: id, status, parameters and last metrics. It
+ * does not change while the study runs on and stays valid after the study is
+ * freed. Read-only, so any number of threads may read one result at once.
+ */
+typedef struct tune_result tune_result;
+
+/** The type of a parameter's value. Append-only. */
+typedef enum tune_param_type {
+    TUNE_PARAM_DOUBLE = 0, /**< a float: tune_result_get_double() */
+    TUNE_PARAM_INT = 1,    /**< an integer: tune_result_get_int() (or _double) */
+    TUNE_PARAM_STRING = 2, /**< tune_result_get_string() */
+    TUNE_PARAM_BOOL = 3,   /**< tune_result_get_bool() (or _int, _double) */
+    TUNE_PARAM_TYPE_COUNT
+} tune_param_type;
+
+/**
+ * The best trial, the one tune_study_best_json() describes: the best last
+ * value of the main metric (Ray's scope="last"), trials that ended in ERROR
+ * left out. Works while the study runs (the best so far), after
+ * tune_study_run(), and on a study from tune_study_open().
+ * @param ret_result receives the result; free it with tune_result_free()
+ * @return TUNE_OK, TUNE_ENOTFOUND (no trial reported the metric), TUNE_EINVAL,
+ *         TUNE_ENOMEM. On failure *ret_result is untouched.
+ */
+TUNE_API tune_status tune_study_best(tune_study *study, tune_result **ret_result, tune_error *err);
+/** Frees a result and every string it handed out (NULL is fine). */
+TUNE_API void tune_result_free(tune_result *result);
+
+/** The trial's id; -1 for NULL. */
+TUNE_API int64_t tune_result_trial_id(const tune_result *result);
+/** The trial's status when the result was taken; TUNE_TRIAL_STATUS_COUNT for NULL. */
+TUNE_API tune_trial_status tune_result_status(const tune_result *result);
+/** Its last training_iteration (that of its last report); 0 for NULL. */
+TUNE_API int64_t tune_result_iteration(const tune_result *result);
+/** Its time_total_s: seconds its last attempt ran (pauses left out); NaN for NULL. */
+TUNE_API double tune_result_time_total_s(const tune_result *result);
+
+/** Number of parameters: the whole space, in its order. 0 for NULL. */
+TUNE_API size_t tune_result_param_count(const tune_result *result);
+/**
+ * The name of parameter i (0 <= i < count), flattened with '/' for nesting
+ * ("optimizer/lr") as in tune_space; NULL when i is out of range. Borrowed;
+ * valid until the result is freed.
+ */
+TUNE_API const char *tune_result_param_name(const tune_result *result, size_t i);
+/** The type of parameter i's value; TUNE_PARAM_TYPE_COUNT when i is out of range. */
+TUNE_API tune_param_type tune_result_param_type(const tune_result *result, size_t i);
+/**
+ * Reads a parameter as a double (integers and booleans convert), as
+ * tune_trial_get_double() does. @return TUNE_OK, TUNE_ENOTFOUND (no such
+ * name), TUNE_ETYPE (a string), TUNE_EINVAL. On failure *ret_value is untouched.
+ */
+TUNE_API tune_status tune_result_get_double(const tune_result *result, const char *name,
+                                            double *ret_value, tune_error *err);
+/**
+ * Reads a parameter as an integer (booleans and integral floats convert).
+ * @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_result_get_int(const tune_result *result, const char *name,
+                                         int64_t *ret_value, tune_error *err);
+/**
+ * Reads a string parameter. The string is borrowed; valid until the result is
+ * freed. @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_result_get_string(const tune_result *result, const char *name,
+                                            const char **ret_value, tune_error *err);
+/** Reads a boolean parameter (0 or 1). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL. */
+TUNE_API tune_status tune_result_get_bool(const tune_result *result, const char *name,
+                                          int *ret_value, tune_error *err);
+
+/**
+ * Number of metrics the trial reported (the main one among them), in no
+ * particular order; training_iteration and time_total_s have getters of
+ * their own. A metric whose last value was NaN counts as not reported.
+ * 0 for NULL.
+ */
+TUNE_API size_t tune_result_metric_count(const tune_result *result);
+/** The name of metric i; NULL when i is out of range. Borrowed; valid until the result is freed. */
+TUNE_API const char *tune_result_metric_name(const tune_result *result, size_t i);
+/**
+ * The last reported value of metric `name`.
+ * @return TUNE_OK, TUNE_ENOTFOUND (the trial never reported it), TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_result_get_metric(const tune_result *result, const char *name,
+                                            double *ret_value, tune_error *err);
 
 /** Which CSV tune_study_export_csv() writes. */
 typedef enum tune_csv_kind {
