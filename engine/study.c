@@ -186,8 +186,10 @@ static tune_status study_alloc(struct tune_study **ret, tune_error *err)
     return TUNE_OK;
 }
 
+/* A study from JSON text, or from options when they are given; space is taken either way. */
 static tune_status study_from_config(const char *text, size_t len, const char *source,
-                                     tune_space *space, tune_study **ret, tune_error *err)
+                                     const tune_options *options, tune_space *space,
+                                     tune_study **ret, tune_error *err)
 {
     struct tune_study *s = NULL;
     tune_status st = study_alloc(&s, err);
@@ -195,7 +197,8 @@ static tune_status study_from_config(const char *text, size_t len, const char *s
         tune_space_free(space);
         return st;
     }
-    st = tunep_config_parse(text, len, source, space, &s->cfg, err);
+    st = options ? tunep_config_from_options(options, space, &s->cfg, err)
+                 : tunep_config_parse(text, len, source, space, &s->cfg, err);
     if (st) {
         tune_study_free(s);
         return st;
@@ -254,7 +257,7 @@ tune_status tune_study_new_from_json(const char *json, const char *source, tune_
 {
     if (!json || !ret_study)
         return tunep_error_set(err, TUNE_EINVAL, "json and ret_study must not be NULL");
-    return study_from_config(json, strlen(json), source, NULL, ret_study, err);
+    return study_from_config(json, strlen(json), source, NULL, NULL, ret_study, err);
 }
 
 tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
@@ -264,7 +267,19 @@ tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
         tune_space_free(space);
         return tunep_error_set(err, TUNE_EINVAL, "json, space and ret_study must not be NULL");
     }
-    return study_from_config(json, strlen(json), NULL, space, ret_study, err);
+    return study_from_config(json, strlen(json), NULL, NULL, space, ret_study, err);
+}
+
+tune_status tune_study_new(const tune_options *o, const tune_space *space, tune_study **ret_study,
+                           tune_error *err)
+{
+    if (!o || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "options and ret_study must not be NULL");
+    tune_space *copy = NULL;
+    tune_status st = space ? tunep_space_clone(space, &copy, err) : TUNE_OK;
+    if (st)
+        return st;
+    return study_from_config(NULL, 0, NULL, o, copy, ret_study, err);
 }
 
 tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, tune_error *err)
@@ -276,7 +291,7 @@ tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, t
     tune_status st = tunep_read_file(path, &text, &len, err);
     if (st)
         return st;
-    st = study_from_config(text, len, path, NULL, ret_study, err);
+    st = study_from_config(text, len, path, NULL, NULL, ret_study, err);
     tunep_free(text);
     return st;
 }
@@ -367,7 +382,7 @@ tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_
         st = tunep_store_read_experiment(store, &row, err);
     tunep_store_close(store);
     if (!st)
-        st = study_from_config(row.config_json, strlen(row.config_json), db, NULL, &s, err);
+        st = study_from_config(row.config_json, strlen(row.config_json), db, NULL, NULL, &s, err);
     if (!st && !(st = tune_study_set_storage(s, dir, err)))
         st = tune_study_set_resume_flags(s, flags, err);
     tunep_store_experiment_done(&row);

@@ -33,29 +33,41 @@ int main(void)
     tune_error err;
     tune_space *space = NULL;
     tune_study *study = NULL;
-    char *best = NULL;
+    tune_result *best = NULL;
+    tune_options o;
     const int64_t batches[] = {16, 32, 64};
+    double lr, acc;
+    int64_t batch;
 
     if (tune_space_new(&space, &err) ||
         tune_space_add_loguniform(space, "lr", 1e-5, 1e-1, 10, &err) ||
         tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
         goto fail;
-    /* The study takes the space, even when it fails. */
-    if (tune_study_new_with_space_take("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
-                                       " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
-                                       " \"storage\": \":memory:\","
-                                       " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
-                                       space, &study, &err))
+    tune_options_default(&o);
+    o.name = "quickstart";
+    o.metric = "val_accuracy";
+    o.mode = TUNE_MODE_MAX;
+    o.num_samples = 50;
+    o.seed = 7;
+    o.storage = ":memory:";
+    o.scheduler = TUNE_SCHEDULER_ASHA;
+    o.asha.max_t = 20;
+    if (tune_study_new(&o, space, &study, &err) ||
+        tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err) ||
+        tune_study_best(study, &best, &err) || tune_result_get_double(best, "lr", &lr, &err) ||
+        tune_result_get_int(best, "batch_size", &batch, &err) ||
+        tune_result_get_metric(best, "val_accuracy", &acc, &err))
         goto fail;
-    if (tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err) ||
-        tune_study_best_json(study, &best, &err))
-        goto fail;
-    printf("%s\n", best);
-    tune_free(best);
+    printf("best trial %lld: lr=%g batch_size=%lld val_accuracy=%.4f\n",
+           (long long)tune_result_trial_id(best), lr, (long long)batch, acc);
+    tune_result_free(best);
     tune_study_free(study);
+    tune_space_free(space);
     return 0;
 fail:
     fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+    tune_result_free(best);
     tune_study_free(study);
+    tune_space_free(space);
     return 1;
 }

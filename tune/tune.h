@@ -3,9 +3,10 @@
  *
  * A study draws trial configurations from a search space, runs an objective on
  * each (several at once), lets a scheduler stop weak trials early, records
- * every report in an SQLite store and exports CSV. Everything is configured by
- * the same JSON document that `tune run config.json` reads (configs/README.md
- * lists every key); a space can also be built in code.
+ * every report in an SQLite store and exports CSV. A study is configured by
+ * the JSON document that `tune run config.json` reads (configs/README.md
+ * lists every key), or in code: tune_options and a space built with
+ * tune_space_add_*(), as below.
  *
  * A complete program (examples/quickstart.c is this example, built and run by
  * the tests):
@@ -23,12 +24,10 @@
  *             tune_trial_get_int(trial, "batch_size", &batch, NULL))
  *             return TUNE_EINVAL;
  *         for (int it = 1; it <= 20; it++) {
- *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch / 64;
- *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL);
- *             if (st == TUNE_ESTOP)
- *                 return TUNE_OK; // the scheduler stopped this trial: leave promptly
- *             if (st != TUNE_OK)
- *                 return st;
+ *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch /
+ * 64; tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL); if (st ==
+ * TUNE_ESTOP) return TUNE_OK; // the scheduler stopped this trial: leave promptly if (st !=
+ * TUNE_OK) return st;
  *         }
  *         return TUNE_OK;
  *     }
@@ -38,30 +37,42 @@
  *         tune_error err;
  *         tune_space *space = NULL;
  *         tune_study *study = NULL;
- *         char *best = NULL;
+ *         tune_result *best = NULL;
+ *         tune_options o;
  *         const int64_t batches[] = {16, 32, 64};
+ *         double lr, acc;
+ *         int64_t batch;
  *
  *         if (tune_space_new(&space, &err) ||
  *             tune_space_add_loguniform(space, "lr", 1e-5, 1e-1, 10, &err) ||
  *             tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
  *             goto fail;
- *         // The study takes the space, even when it fails.
- *         if (tune_study_new_with_space_take("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
- *                                            " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
- *                                            " \"storage\": \":memory:\","
- *                                            " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
- *                                            space, &study, &err))
+ *         tune_options_default(&o);
+ *         o.name = "quickstart";
+ *         o.metric = "val_accuracy";
+ *         o.mode = TUNE_MODE_MAX;
+ *         o.num_samples = 50;
+ *         o.seed = 7;
+ *         o.storage = ":memory:";
+ *         o.scheduler = TUNE_SCHEDULER_ASHA;
+ *         o.asha.max_t = 20;
+ *         if (tune_study_new(&o, space, &study, &err) ||
+ *             tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err)
+ * || tune_study_best(study, &best, &err) || tune_result_get_double(best, "lr", &lr, &err) ||
+ *             tune_result_get_int(best, "batch_size", &batch, &err) ||
+ *             tune_result_get_metric(best, "val_accuracy", &acc, &err))
  *             goto fail;
- *         if (tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err) ||
- *             tune_study_best_json(study, &best, &err))
- *             goto fail;
- *         printf("%s\n", best);
- *         tune_free(best);
+ *         printf("best trial %lld: lr=%g batch_size=%lld val_accuracy=%.4f\n",
+ *                (long long)tune_result_trial_id(best), lr, (long long)batch, acc);
+ *         tune_result_free(best);
  *         tune_study_free(study);
+ *         tune_space_free(space);
  *         return 0;
  *     fail:
  *         fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+ *         tune_result_free(best);
  *         tune_study_free(study);
+ *         tune_space_free(space);
  *         return 1;
  *     }
  *
@@ -224,7 +235,7 @@ typedef struct tune_space tune_space;
 
 /** Creates an empty space. @return TUNE_OK, TUNE_ENOMEM. */
 TUNE_API tune_status tune_space_new(tune_space **ret_space, tune_error *err);
-/** Frees a space (NULL is fine). Do not free a space handed to a study. */
+/** Frees a space (NULL is fine). Not one handed to tune_study_new_with_space_take(). */
 TUNE_API void tune_space_free(tune_space *space);
 
 /** Float uniform in [low, high); needs low < high. */
@@ -485,6 +496,85 @@ TUNE_API tune_status tune_study_new_from_json(const char *json, const char *sour
  */
 TUNE_API tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
                                                     tune_study **ret_study, tune_error *err);
+
+/** Whether a larger or a smaller main metric is better. Append-only. */
+typedef enum tune_mode {
+    TUNE_MODE_MAX = 0, /**< "mode": "max" */
+    TUNE_MODE_MIN = 1, /**< "mode": "min" */
+    TUNE_MODE_COUNT
+} tune_mode;
+
+/** Where trial attempts run ("isolation"). Append-only. */
+typedef enum tune_isolation {
+    TUNE_ISOLATION_THREAD = 0,  /**< threads of this process */
+    TUNE_ISOLATION_PROCESS = 1, /**< each attempt in a child process: a crash costs only it */
+    TUNE_ISOLATION_COUNT
+} tune_isolation;
+
+/**
+ * The schedulers tune_options can choose. Median stopping, HyperBand and PBT
+ * are configured in JSON only for now (tune_study_new_from_json()).
+ * Append-only.
+ */
+typedef enum tune_scheduler_type {
+    TUNE_SCHEDULER_FIFO = 0, /**< every trial runs to its end */
+    TUNE_SCHEDULER_ASHA = 1, /**< Ray's stopping ASHA (AsyncHyperBandScheduler) */
+    TUNE_SCHEDULER_TYPE_COUNT
+} tune_scheduler_type;
+
+/** ASHA's main options, with Ray Tune's names and defaults (configs/README.md). */
+typedef struct tune_asha_options {
+    double max_t;            /**< the most a trial runs, in iterations (default 100) */
+    double grace_period;     /**< the least a trial runs before it may be stopped (default 1) */
+    double reduction_factor; /**< each rung keeps the top 1/reduction_factor (default 4) */
+    int brackets;            /**< (default 1) */
+} tune_asha_options;
+
+/**
+ * A study's options as plain data, for tune_study_new(). Each field is the
+ * config file's top-level key of the same name (configs/README.md), with its
+ * rules and default. Fill it with tune_options_default() first, then set what
+ * differs, so that fields added later keep their defaults. Strings are
+ * borrowed for the call. JSON only for now (tune_study_new_from_json()):
+ * search algorithms other than random search, the median stopping,
+ * HyperBand and PBT schedulers, ASHA's time_attr, stop_last_trials and
+ * variant, "stop", "resources_per_trial" and the built-in trainers.
+ */
+typedef struct tune_options {
+    const char *name;              /**< names the experiment (default NULL: "experiment") */
+    const char *metric;            /**< the main metric (default NULL: "val_accuracy") */
+    tune_mode mode;                /**< (default TUNE_MODE_MAX) */
+    int64_t num_samples;           /**< trials, times the grid's points (default 1) */
+    int64_t seed;                  /**< >= 0; default -1: drawn from the clock, then stored */
+    int max_concurrent_trials;     /**< 1 to 4096; default 0: one per CPU */
+    int max_failures;              /**< retries of a failed trial, -1: forever (default 0) */
+    tune_isolation isolation;      /**< (default TUNE_ISOLATION_THREAD) */
+    const char *storage;           /**< experiment folder or ":memory:" (default NULL:
+                                        "tune_results/<name>") */
+    double trial_timeout_s;        /**< an attempt running longer fails; default 0: none */
+    int64_t checkpoint_frequency;  /**< ask for a checkpoint every n iterations; default 0: never */
+    tune_scheduler_type scheduler; /**< (default TUNE_SCHEDULER_FIFO) */
+    tune_asha_options asha;        /**< with TUNE_SCHEDULER_ASHA only (else: TUNE_ECONFIG) */
+} tune_options;
+
+/** Fills o with every option's default (listed in tune_options). Cannot fail. */
+TUNE_API void tune_options_default(tune_options *o);
+
+/**
+ * Creates a study from options and a space built in code, without JSON. The
+ * options go through the same defaults and checks as a config file's keys,
+ * and an error names the key: source "<options>", text "num_samples:
+ * expected an integer in [1, 100000000], got 0". experiment.db stores the
+ * config as the equivalent JSON (the keys that differ from the defaults), so
+ * running the same program into the same folder resumes the experiment.
+ * @param space borrowed, unlike tune_study_new_with_space_take()'s: the study
+ *        keeps a copy and the caller still frees it; NULL for no parameters
+ * @return TUNE_OK, TUNE_EINVAL (o or ret_study NULL, an enum field out of
+ *         its range), TUNE_ECONFIG (a value breaks a rule), TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_new(const tune_options *o, const tune_space *space,
+                                    tune_study **ret_study, tune_error *err);
+
 /**
  * Opens a finished or interrupted experiment folder (the one holding
  * experiment.db) read-only, for best/status/export.
