@@ -24,10 +24,13 @@
  *             tune_trial_get_int(trial, "batch_size", &batch, NULL))
  *             return TUNE_EINVAL;
  *         for (int it = 1; it <= 20; it++) {
- *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch /
- * 64; tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL); if (st ==
- * TUNE_ESTOP) return TUNE_OK; // the scheduler stopped this trial: leave promptly if (st !=
- * TUNE_OK) return st;
+ *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) -
+ *                   0.001 * (double)batch / 64;
+ *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL);
+ *             if (st == TUNE_ESTOP)
+ *                 return TUNE_OK; // the scheduler stopped this trial: leave promptly
+ *             if (st != TUNE_OK)
+ *                 return st;
  *         }
  *         return TUNE_OK;
  *     }
@@ -57,8 +60,9 @@
  *         o.scheduler = TUNE_SCHEDULER_ASHA;
  *         o.asha.max_t = 20;
  *         if (tune_study_new(&o, space, &study, &err) ||
- *             tune_study_set_objective(study, objective, NULL, &err) || tune_study_run(study, &err)
- * || tune_study_best(study, &best, &err) || tune_result_get_double(best, "lr", &lr, &err) ||
+ *             tune_study_set_objective(study, objective, NULL, &err) ||
+ *             tune_study_run(study, &err) || tune_study_best(study, &best, &err) ||
+ *             tune_result_get_double(best, "lr", &lr, &err) ||
  *             tune_result_get_int(best, "batch_size", &batch, &err) ||
  *             tune_result_get_metric(best, "val_accuracy", &acc, &err))
  *             goto fail;
