@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "tune_config.h"
-#include "config/config_options.h"
+#include "config/study_options.h"
 #include "config/config_scheduler.h"
 #include "config/config_search.h"
 #include "config/config_space.h"

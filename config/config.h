@@ -137,7 +137,7 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
 void tunep_config_done(struct tunep_config *c);
 /*
  * The config of tune_study_new(): o's values go through the same defaults
- * and checks as a document's keys (config_options.c); c->json is their JSON
+ * and checks as a document's keys (study_options.c); c->json is their JSON
  * object. `space` is taken, even on failure; NULL for none. Errors name the
  * key, with source "<options>" and no position.
  */

@@ -1,5 +1,5 @@
 /*
- * config_options.c - a study config from a tune_options struct instead of
+ * study_options.c - a study config from a tune_options struct instead of
  * JSON text (tune_study_new()).
  *
  * Each option is a top-level config key of the same name. The options that
@@ -10,7 +10,7 @@
  * (experiment.db keeps it as JSON, and a rerun into the same folder resumes
  * only when it is unchanged). No JSON text is written or parsed on the way.
  */
-#include "config/config_options.h"
+#include "config/study_options.h"
 
 #include <jansson.h>
 #include <math.h>

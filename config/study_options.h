@@ -1,10 +1,10 @@
 /*
- * config_options.h - what config.c shares with config_options.c: one set of
+ * study_options.h - what config.c shares with study_options.c: one set of
  * defaults and one validation, whether the config comes as JSON text or as
  * a tune_options struct.
  */
-#ifndef TUNE_CONFIG_OPTIONS_H
-#define TUNE_CONFIG_OPTIONS_H
+#ifndef TUNE_STUDY_OPTIONS_H
+#define TUNE_STUDY_OPTIONS_H
 
 #include "base/base.h"
 
@@ -23,4 +23,4 @@ void tunep_config_defaults(struct tunep_config *c);
 tune_status tunep_config_from_root(const struct tunep_cfgctx *ctx, struct json_t *root,
                                    tune_space *space, struct tunep_config *out);
 
-#endif /* TUNE_CONFIG_OPTIONS_H */
+#endif /* TUNE_STUDY_OPTIONS_H */
