@@ -56,9 +56,10 @@ static tune_status objective(tune_trial *t, void *ud)
     struct sweep *sw = ud;
     int64_t id = tune_trial_id(t), bs, warm;
     double lr, wd, spent = 0.0;
-    if (id < 0 || id >= sw->trials || tune_trial_get_double(t, "lr", &lr) ||
-        tune_trial_get_double(t, "weight_decay", &wd) || tune_trial_get_int(t, "batch_size", &bs) ||
-        tune_trial_get_int(t, "warmup_steps", &warm))
+    if (id < 0 || id >= sw->trials || tune_trial_get_double(t, "lr", &lr, NULL) ||
+        tune_trial_get_double(t, "weight_decay", &wd, NULL) ||
+        tune_trial_get_int(t, "batch_size", &bs, NULL) ||
+        tune_trial_get_int(t, "warmup_steps", &warm, NULL))
         return TUNE_EINVAL;
     double *c = &sw->config[id * 4];
     c[0] = lr, c[1] = wd, c[2] = (double)bs, c[3] = (double)warm;
@@ -66,7 +67,7 @@ static tune_status objective(tune_trial *t, void *ud)
         double t0 = now();
         double v = tunep_synthetic_curve(lr, wd, (double)bs, (double)warm, it);
         spent += now() - t0;
-        tune_status st = tune_trial_report_metric(t, "val_accuracy", v);
+        tune_status st = tune_trial_report_metric(t, "val_accuracy", v, NULL);
         struct entry *e = &sw->log[id * sw->iterations + it - 1];
         e->value = v;
         e->answer = st == TUNE_ESTOP ? 2 : 1;
@@ -157,10 +158,11 @@ int main(int argc, char **argv)
              " \"reduction_factor\": 4}}",
              sw.trials, seed, concurrency, sw.iterations);
     tune_study *s = NULL;
-    tune_error err = {.text = "invalid storage or objective"};
+    tune_error err;
     double t0 = now();
     if (tune_study_new_from_json(json, "asha_sweep", &s, &err) ||
-        tune_study_set_storage(s, storage) || tune_study_set_objective(s, objective, &sw)) {
+        tune_study_set_storage(s, storage, &err) ||
+        tune_study_set_objective(s, objective, &sw, &err)) {
         fprintf(stderr, "asha_sweep: %s\n", err.text);
         return 1;
     }

@@ -321,8 +321,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "load: %s\n", err.text);
         return 1;
     }
-    if (tune_study_set_storage(s, storage)) {
-        fprintf(stderr, "load: cannot set storage %s\n", storage);
+    if (tune_study_set_storage(s, storage, &err)) {
+        fprintf(stderr, "load: %s\n", err.text);
         tune_study_free(s);
         return 1;
     }

@@ -34,8 +34,8 @@ static tune_status trivial(tune_trial *t, void *ud)
     int64_t n;
     const char *act;
     (void)ud;
-    if (tune_trial_get_double(t, "x", &x) || tune_trial_get_double(t, "lr", &lr) ||
-        tune_trial_get_string(t, "act", &act) || tune_trial_get_int(t, "n", &n))
+    if (tune_trial_get_double(t, "x", &x, NULL) || tune_trial_get_double(t, "lr", &lr, NULL) ||
+        tune_trial_get_string(t, "act", &act, NULL) || tune_trial_get_int(t, "n", &n, NULL))
         return TUNE_EINVAL;
     int ci = 0;
     for (int i = 0; i < 3; i++)
@@ -43,7 +43,7 @@ static tune_status trivial(tune_trial *t, void *ud)
             ci = i;
     double v = x * x + (log10(lr) + 3.0) * (log10(lr) + 3.0) + ci + (double)((n - 32) * (n - 32)) / 1000.0;
     for (int r = 0; r < reports_per_trial; r++) {
-        tune_status st = tune_trial_report_metric(t, "value", v);
+        tune_status st = tune_trial_report_metric(t, "value", v, NULL);
         if (st == TUNE_ESTOP)
             break;
         if (st)
@@ -82,10 +82,11 @@ int main(int argc, char **argv)
              " \"n\": {\"randint\": [1, 65]}}}",
              trials, concurrency);
     tune_study *s = NULL;
-    tune_error err = {.text = "invalid storage or objective"};
+    tune_error err;
     double t0 = now();
     if (tune_study_new_from_json(json, "overhead", &s, &err) ||
-        tune_study_set_storage(s, storage) || tune_study_set_objective(s, trivial, NULL)) {
+        tune_study_set_storage(s, storage, &err) ||
+        tune_study_set_objective(s, trivial, NULL, &err)) {
         fprintf(stderr, "overhead: %s\n", err.text);
         return 1;
     }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tune_config.h"
+#include "config/study_options.h"
 #include "config/config_scheduler.h"
 #include "config/config_search.h"
 #include "config/config_space.h"
@@ -437,7 +438,7 @@ void tunep_config_done(struct tunep_config *c)
     memset(c, 0, sizeof *c);
 }
 
-static void config_defaults(struct tunep_config *c)
+void tunep_config_defaults(struct tunep_config *c)
 {
     memset(c, 0, sizeof *c);
     c->mode_max = 1;
@@ -448,44 +449,31 @@ static void config_defaults(struct tunep_config *c)
     tunep_scheduler_config_default(&c->scheduler);
 }
 
-tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,
-                               const struct tunep_trainer_type *const *trainers,
-                               struct tunep_config *out, tune_error *err)
+tune_status tunep_config_from_root(const struct tunep_cfgctx *ctx, json_t *root, tune_space *space,
+                                   const struct tunep_trainer_type *const *trainers,
+                                   struct tunep_config *out)
 {
-    struct tunep_cfgctx ctx = {text, len, source ? source : "<string>", err};
+    tune_error *err = ctx->err;
     struct tunep_config c;
-    json_error_t jerr;
     tune_status st;
 
-    config_defaults(&c);
+    tunep_config_defaults(&c);
     if (space) {
         c.space = space; /* taken, even on failure */
     } else if ((st = tune_space_new(&c.space, err)) != TUNE_OK) {
         return st;
     }
-    if (len == 0 || strspn(text, " \t\r\n") == len) {
-        st = tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 0, 0,
-                                "empty file (expected a JSON object)");
-        goto fail;
-    }
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr); /* new ref */
-    if (!root) {
-        st = tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, jerr.line, jerr.column, "%s",
-                                jerr.text);
-        goto fail;
-    }
-    st = parse_top(&ctx, root, space, trainers, &c);
-    if (!st) {
-        c.json = json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII); /* malloc'd by jansson */
-        char *copy = c.json ? tunep_strdup(c.json) : NULL;
-        free(c.json);
-        c.json = copy;
-        if (!c.json)
-            st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    }
-    json_decref(root);
+    st = parse_top(ctx, root, space, trainers, &c);
     if (st)
         goto fail;
+    c.json = json_dumps(root, JSON_COMPACT | JSON_ENSURE_ASCII); /* malloc'd by jansson */
+    char *copy = c.json ? tunep_strdup(c.json) : NULL;
+    free(c.json);
+    c.json = copy;
+    if (!c.json) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto fail;
+    }
     if (!c.name && !(c.name = tunep_strdup("experiment"))) {
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto fail;
@@ -502,6 +490,30 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
     return TUNE_OK;
 fail:
     tunep_config_done(&c);
+    return st;
+}
+
+tune_status tunep_config_parse(const char *text, size_t len, const char *source, tune_space *space,
+                               const struct tunep_trainer_type *const *trainers,
+                               struct tunep_config *out, tune_error *err)
+{
+    struct tunep_cfgctx ctx = {text, len, source ? source : "<string>", err};
+    json_error_t jerr;
+    tune_status st;
+
+    if (len == 0 || strspn(text, " \t\r\n") == len) {
+        tune_space_free(space); /* taken, even on failure */
+        return tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 0, 0,
+                                  "empty file (expected a JSON object)");
+    }
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr); /* new ref */
+    if (!root) {
+        tune_space_free(space);
+        return tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, jerr.line, jerr.column, "%s",
+                                  jerr.text);
+    }
+    st = tunep_config_from_root(&ctx, root, space, trainers, out);
+    json_decref(root);
     return st;
 }
 

@@ -83,6 +83,14 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
                                const struct tunep_trainer_type *const *trainers,
                                struct tunep_config *out, tune_error *err);
 void tunep_config_done(struct tunep_config *c);
+/*
+ * The config of tune_study_new(): o's values go through the same defaults
+ * and checks as a document's keys (study_options.c); c->json is their JSON
+ * object. `space` is taken, even on failure; NULL for none. Errors name the
+ * key, with source "<options>" and no position.
+ */
+tune_status tunep_config_from_options(const tune_options *o, tune_space *space,
+                                      struct tunep_config *out, tune_error *err);
 
 /*
  * The error for an unknown key of the object at path: at the key, with a

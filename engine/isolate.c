@@ -148,7 +148,7 @@ static int serve_report(struct tune_trial *t, int req, int resp)
     }
     int32_t answer = TUNE_EINVAL;
     if (!bad)
-        answer = tune_trial_report(t, n, (const char *const *)names, values);
+        answer = tune_trial_report(t, n, (const char *const *)names, values, NULL);
     for (uint32_t k = 0; k < i; k++)
         tunep_free(names[k]);
     if (bad)

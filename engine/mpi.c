@@ -131,9 +131,10 @@ static int serve_report(struct tune_trial *t, struct rd *r, int rank, int tag)
         r->p += len;
         take(r, &values[i], sizeof values[i]);
     }
-    int32_t answer = i == n && !r->bad ? (int32_t)tune_trial_report(t, n, (const char *const *)names,
-                                                                    values)
-                                       : (int32_t)TUNE_EINVAL;
+    int32_t answer =
+        i == n && !r->bad
+            ? (int32_t)tune_trial_report(t, n, (const char *const *)names, values, NULL)
+            : (int32_t)TUNE_EINVAL;
     for (uint32_t k = 0; k < i; k++)
         tunep_free(names[k]);
     if (MPI_Send(&answer, 1, MPI_INT32_T, rank, tag, MPI_COMM_WORLD) != MPI_SUCCESS)

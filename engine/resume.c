@@ -7,8 +7,8 @@
  *  - trials that were running or waiting (a crash, SIGKILL, Ctrl-C) run again
  *    as a new attempt (their earlier reports stay in the database);
  *  - ERROR trials stay, or get another round of max_failures + 1 attempts
- *    with TUNE_RESUME_ERRORED or TUNE_RESTART_ERRORED (Ray's resume_errored,
- *    restart_errored; without trainer checkpoints both start the trial over);
+ *    with TUNE_RESUME_ERRORED (Ray's resume_errored: from the trial's last
+ *    checkpoint when it has one, else from the start, as restart_errored);
  *  - the scheduler's state is rebuilt by replaying every stored report of
  *    each trial's last attempt in the order they happened (start time plus
  *    time_total_s), so ASHA's rungs hold what they held before the crash;
@@ -360,8 +360,7 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
             rec->time_base = rec->time_total_s;
             tunep_scheduler_on_trial_paused(s->sched, i);
         }
-        if (rec->status == TUNE_TRIAL_ERROR &&
-            (s->resume_flags & (TUNE_RESUME_ERRORED | TUNE_RESTART_ERRORED))) {
+        if (rec->status == TUNE_TRIAL_ERROR && (s->resume_flags & TUNE_RESUME_ERRORED)) {
             again = 1;
             /* A new round of max_failures + 1 attempts; attempt numbers go on. */
             rec->failures_base = rec->attempt;

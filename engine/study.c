@@ -186,7 +186,7 @@ static tune_status study_alloc(struct tune_study **ret, tune_error *err)
 }
 
 tune_status tunep_study_new_from_config(const char *text, size_t len, const char *source,
-                                        tune_space *space,
+                                        const tune_options *options, tune_space *space,
                                         const struct tunep_trainer_type *const *trainers,
                                         tune_study **ret, tune_error *err)
 {
@@ -196,7 +196,8 @@ tune_status tunep_study_new_from_config(const char *text, size_t len, const char
         tune_space_free(space);
         return st;
     }
-    st = tunep_config_parse(text, len, source, space, trainers, &s->cfg, err);
+    st = options ? tunep_config_from_options(options, space, &s->cfg, err)
+                 : tunep_config_parse(text, len, source, space, trainers, &s->cfg, err);
     if (st) {
         tune_study_free(s);
         return st;
@@ -230,6 +231,19 @@ tune_status tunep_study_new_from_config(const char *text, size_t len, const char
     return TUNE_OK;
 }
 
+tune_status tune_study_new(const tune_options *o, const tune_space *space, tune_study **ret_study,
+                           tune_error *err)
+{
+    if (!o || !ret_study)
+        return tunep_error_set(err, TUNE_EINVAL, "options and ret_study must not be NULL");
+    tune_space *copy = NULL;
+    tune_status st = space ? tunep_space_clone(space, &copy, err) : TUNE_OK;
+    if (st)
+        return st;
+    /* Options name no trainer: the objective comes from tune_study_set_objective(). */
+    return tunep_study_new_from_config(NULL, 0, NULL, o, copy, NULL, ret_study, err);
+}
+
 void tune_study_free(tune_study *s)
 {
     if (!s)
@@ -258,20 +272,38 @@ void tune_study_free(tune_study *s)
     tunep_free(s);
 }
 
-tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *user_data)
+tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *user_data,
+                                     tune_error *err)
 {
-    if (!s || !fn || s->readonly)
-        return TUNE_EINVAL;
+    if (!s || !fn)
+        return tunep_error_set(err, TUNE_EINVAL, "study and fn must not be NULL");
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
     s->fn = fn;
     s->fn_data = user_data;
     return TUNE_OK;
 }
 
-tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags)
+/* Not while running, nor on a study opened read-only or one that has run. */
+static tune_status check_settable(const tune_study *s, tune_error *err)
 {
-    if (!s || s->readonly || s->has_run ||
-        (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESTART_ERRORED | TUNE_RESUME_FORCE)))
-        return TUNE_EINVAL;
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    if (s->has_run)
+        return tunep_error_set(err, TUNE_EINVAL, "this study has already run");
+    return TUNE_OK;
+}
+
+tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags, tune_error *err)
+{
+    if (!s)
+        return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
+    tune_status st = check_settable(s, err);
+    if (st)
+        return st;
+    if (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE))
+        return tunep_error_set(err, TUNE_EINVAL, "unknown resume flags 0x%x",
+                               flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE));
     s->resume_flags = flags;
     return TUNE_OK;
 }
@@ -298,10 +330,10 @@ tune_status tunep_study_resume(const char *dir, unsigned flags,
         st = tunep_store_read_experiment(store, &row, err);
     tunep_store_close(store);
     if (!st)
-        st = tunep_study_new_from_config(row.config_json, strlen(row.config_json), db, NULL,
+        st = tunep_study_new_from_config(row.config_json, strlen(row.config_json), db, NULL, NULL,
                                          trainers, &s, err);
-    if (!st && (tune_study_set_storage(s, dir) || tune_study_set_resume_flags(s, flags)))
-        st = tunep_error_set(err, TUNE_EINVAL, "invalid resume flags");
+    if (!st && !(st = tune_study_set_storage(s, dir, err)))
+        st = tune_study_set_resume_flags(s, flags, err);
     tunep_store_experiment_done(&row);
     tunep_free(db);
     if (st) {
@@ -312,13 +344,16 @@ tune_status tunep_study_resume(const char *dir, unsigned flags,
     return TUNE_OK;
 }
 
-tune_status tune_study_set_storage(tune_study *s, const char *dir)
+tune_status tune_study_set_storage(tune_study *s, const char *dir, tune_error *err)
 {
-    if (!s || !dir || !*dir || s->readonly || s->has_run)
-        return TUNE_EINVAL;
+    if (!s || !dir || !*dir)
+        return tunep_error_set(err, TUNE_EINVAL, "study and a non-empty dir must be given");
+    tune_status st = check_settable(s, err);
+    if (st)
+        return st;
     char *copy = tunep_strdup(dir);
     if (!copy)
-        return TUNE_ENOMEM;
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     tunep_free(s->cfg.storage);
     s->cfg.storage = copy;
     return TUNE_OK;

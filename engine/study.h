@@ -167,12 +167,12 @@ void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tun
 void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
 /*
  * Creates a study from a config document (tune_study_new_from_json and its
- * kin): `trainers` are the trainer types its "trainer" section may name
+ * kin), or from options when they are given: `trainers` are the trainer types its "trainer" section may name
  * (NULL-terminated; the registry's, handed down by the layer above). The
  * space, when given, is taken even on failure.
  */
 tune_status tunep_study_new_from_config(const char *text, size_t len, const char *source,
-                                        tune_space *space,
+                                        const tune_options *options, tune_space *space,
                                         const struct tunep_trainer_type *const *trainers,
                                         tune_study **ret_study, tune_error *err);
 /* tune_study_resume() with the trainer types to rebuild the stored config with. */
@@ -201,6 +201,21 @@ tune_status tunep_checkpoint_copy(struct tune_study *s, struct tunep_trial_rec *
 void tunep_checkpoint_forget(struct tunep_trial_rec *r);
 /* Looks for a trial's checkpoint file after `tune resume`; sets has_ckpt/ckpt_iter. */
 void tunep_checkpoint_probe(struct tune_study *s, struct tunep_trial_rec *r);
+
+/*
+ * The typed reads of a parameter value `name` shared by tune_trial_get_* and
+ * tune_result_get_* (trial.c): a double from any number or boolean, an
+ * integer from an integer, a boolean or an integral float, a string or a
+ * boolean only as itself. TUNE_ETYPE otherwise; *ret is then untouched.
+ */
+tune_status tunep_value_get_double(const struct tunep_value *v, const char *name, double *ret,
+                                   tune_error *err);
+tune_status tunep_value_get_int(const struct tunep_value *v, const char *name, int64_t *ret,
+                                tune_error *err);
+tune_status tunep_value_get_string(const struct tunep_value *v, const char *name, const char **ret,
+                                   tune_error *err);
+tune_status tunep_value_get_bool(const struct tunep_value *v, const char *name, int *ret,
+                                 tune_error *err);
 
 /* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
 tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);

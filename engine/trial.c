@@ -1,5 +1,6 @@
 /*
  * trial.c - what an objective calls: typed parameter getters and reports.
+ * The getters' conversions (tunep_value_get_*) serve tune_result's too.
  *
  * A report takes the study lock once: it numbers the iteration, writes the
  * store and commits (so an answered report survives a crash), asks the
@@ -45,29 +46,34 @@ static const struct tunep_value *find_value(const tune_trial *t, const char *nam
     return NULL;
 }
 
-tune_status tune_trial_get_double(const tune_trial *t, const char *name, double *ret)
+static tune_status wrong_type(const char *name, const struct tunep_value *v, const char *wanted,
+                              tune_error *err)
 {
-    if (!t || !name || !ret)
-        return TUNE_EINVAL;
-    const struct tunep_value *v = find_value(t, name);
-    if (!v)
-        return TUNE_ENOTFOUND;
+    const char *is = "a float";
+    if (v->type == TUNEP_V_INT)
+        is = "an integer";
+    else if (v->type == TUNEP_V_STRING)
+        is = "a string";
+    else if (v->type == TUNEP_V_BOOL)
+        is = "a boolean";
+    return tunep_error_set(err, TUNE_ETYPE, "parameter '%s' is %s, not %s", name, is, wanted);
+}
+
+tune_status tunep_value_get_double(const struct tunep_value *v, const char *name, double *ret,
+                                   tune_error *err)
+{
     switch (v->type) {
         case TUNEP_V_DOUBLE: *ret = v->u.d; return TUNE_OK;
         case TUNEP_V_INT: *ret = (double)v->u.i; return TUNE_OK;
         case TUNEP_V_BOOL: *ret = v->u.b ? 1.0 : 0.0; return TUNE_OK;
         case TUNEP_V_STRING: break;
     }
-    return TUNE_ETYPE;
+    return wrong_type(name, v, "a number", err);
 }
 
-tune_status tune_trial_get_int(const tune_trial *t, const char *name, int64_t *ret)
+tune_status tunep_value_get_int(const struct tunep_value *v, const char *name, int64_t *ret,
+                                tune_error *err)
 {
-    if (!t || !name || !ret)
-        return TUNE_EINVAL;
-    const struct tunep_value *v = find_value(t, name);
-    if (!v)
-        return TUNE_ENOTFOUND;
     switch (v->type) {
         case TUNEP_V_INT: *ret = v->u.i; return TUNE_OK;
         case TUNEP_V_BOOL: *ret = v->u.b; return TUNE_OK;
@@ -79,45 +85,79 @@ tune_status tune_trial_get_int(const tune_trial *t, const char *name, int64_t *r
             break;
         case TUNEP_V_STRING: break;
     }
-    return TUNE_ETYPE;
+    return wrong_type(name, v, "an integer", err);
 }
 
-tune_status tune_trial_get_string(const tune_trial *t, const char *name, const char **ret)
+tune_status tunep_value_get_string(const struct tunep_value *v, const char *name, const char **ret,
+                                   tune_error *err)
 {
-    if (!t || !name || !ret)
-        return TUNE_EINVAL;
-    const struct tunep_value *v = find_value(t, name);
-    if (!v)
-        return TUNE_ENOTFOUND;
     if (v->type != TUNEP_V_STRING)
-        return TUNE_ETYPE;
+        return wrong_type(name, v, "a string", err);
     *ret = v->u.s;
     return TUNE_OK;
 }
 
-tune_status tune_trial_get_bool(const tune_trial *t, const char *name, int *ret)
+tune_status tunep_value_get_bool(const struct tunep_value *v, const char *name, int *ret,
+                                 tune_error *err)
 {
-    if (!t || !name || !ret)
-        return TUNE_EINVAL;
-    const struct tunep_value *v = find_value(t, name);
-    if (!v)
-        return TUNE_ENOTFOUND;
     if (v->type != TUNEP_V_BOOL)
-        return TUNE_ETYPE;
+        return wrong_type(name, v, "a boolean", err);
     *ret = v->u.b;
     return TUNE_OK;
+}
+
+/* The trial's parameter `name`, or NULL with the getters' error in *ret_st. */
+static const struct tunep_value *get_value(const tune_trial *t, const char *name, const void *ret,
+                                           tune_status *ret_st, tune_error *err)
+{
+    const struct tunep_value *v = NULL;
+    if (!t || !name || !ret)
+        *ret_st = tunep_error_set(err, TUNE_EINVAL, "trial, name and ret_value must not be NULL");
+    else if (!(v = find_value(t, name)))
+        *ret_st = tunep_error_set(err, TUNE_ENOTFOUND, "no parameter '%s'", name);
+    return v;
+}
+
+tune_status tune_trial_get_double(const tune_trial *t, const char *name, double *ret,
+                                  tune_error *err)
+{
+    tune_status st;
+    const struct tunep_value *v = get_value(t, name, ret, &st, err);
+    return v ? tunep_value_get_double(v, name, ret, err) : st;
+}
+
+tune_status tune_trial_get_int(const tune_trial *t, const char *name, int64_t *ret, tune_error *err)
+{
+    tune_status st;
+    const struct tunep_value *v = get_value(t, name, ret, &st, err);
+    return v ? tunep_value_get_int(v, name, ret, err) : st;
+}
+
+tune_status tune_trial_get_string(const tune_trial *t, const char *name, const char **ret,
+                                  tune_error *err)
+{
+    tune_status st;
+    const struct tunep_value *v = get_value(t, name, ret, &st, err);
+    return v ? tunep_value_get_string(v, name, ret, err) : st;
+}
+
+tune_status tune_trial_get_bool(const tune_trial *t, const char *name, int *ret, tune_error *err)
+{
+    tune_status st;
+    const struct tunep_value *v = get_value(t, name, ret, &st, err);
+    return v ? tunep_value_get_bool(v, name, ret, err) : st;
 }
 
 double tune_trial_get_double_or(const tune_trial *t, const char *name, double fallback)
 {
     double v;
-    return tune_trial_get_double(t, name, &v) == TUNE_OK ? v : fallback;
+    return tune_trial_get_double(t, name, &v, NULL) == TUNE_OK ? v : fallback;
 }
 
 int64_t tune_trial_get_int_or(const tune_trial *t, const char *name, int64_t fallback)
 {
     int64_t v;
-    return tune_trial_get_int(t, name, &v) == TUNE_OK ? v : fallback;
+    return tune_trial_get_int(t, name, &v, NULL) == TUNE_OK ? v : fallback;
 }
 
 tune_status tune_trial_config_json(const tune_trial *t, char **ret_json, tune_error *err)
@@ -283,23 +323,10 @@ static tune_status make_durable(struct tune_study *s, uint64_t ticket)
     return st;
 }
 
-tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
-                              const double *values)
+/* A report in the controller's process: written, committed and answered. */
+static tune_status report_local(tune_trial *t, size_t n, const char *const *names,
+                                const double *values)
 {
-    if (!t || (n && (!names || !values)))
-        return TUNE_EINVAL;
-    for (size_t i = 0; i < n; i++) {
-        if (!names[i] || !names[i][0] || strlen(names[i]) > TUNEP_MAX_METRIC_NAME)
-            return TUNE_EINVAL;
-        /* Names the engine fills in itself would clash with the CSV columns. */
-        if (strcmp(names[i], "training_iteration") == 0 || strcmp(names[i], "time_total_s") == 0 ||
-            strcmp(names[i], "trial_id") == 0 || strcmp(names[i], "status") == 0)
-            return TUNE_EINVAL;
-    }
-    if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
-        return tunep_ipc_report(t, n, names, values);
-    if (t->remote_tag) /* a trial on an MPI worker rank: rank 0 answers */
-        return tunep_mpi_report(t, n, names, values);
     struct tune_study *s = t->study;
     struct tunep_trial_rec *rec = t->rec;
     tune_status ret = TUNE_OK;
@@ -421,7 +448,76 @@ out:
     return ret;
 }
 
-tune_status tune_trial_report_metric(tune_trial *t, const char *name, double value)
+/* Why a report was answered with st, into err. */
+static void explain_answer(const tune_trial *t, tune_status st, tune_error *err)
 {
-    return tune_trial_report(t, 1, &name, &value);
+    if (!err)
+        return;
+    struct tune_study *s = t->study;
+    const char *why = "the trial must stop now";
+    switch (st) {
+        case TUNE_ESTOP:
+            if (t->fail_now && t->error[0])
+                why = t->error;
+            else if (t->end == TUNEP_END_TERMINATED)
+                why = "the trial reached its end (max_t or stop.training_iteration)";
+            else if (t->end == TUNEP_END_STOPPED)
+                why = "the trial was stopped (scheduler, stop condition or time budget)";
+            else if (t->end == TUNEP_END_INTERRUPTED)
+                why = "the study is stopping";
+            else if (t->end == TUNEP_END_PAUSED)
+                why = "the scheduler paused the trial";
+            else if (t->end == TUNEP_END_EXPLOIT)
+                why = "PBT restarts the trial from a better trial's checkpoint";
+            tunep_error_set(err, st, "%s", why);
+            return;
+        case TUNE_ESTORE:
+            /* The first store failure stopped the study; its message says what failed. */
+            if (t->ipc_req < 0 && !t->remote_tag) {
+                pthread_mutex_lock(&s->lock);
+                int fatal = s->fatal;
+                if (fatal)
+                    *err = s->fatal_err;
+                pthread_mutex_unlock(&s->lock);
+                if (fatal)
+                    return;
+            }
+            tunep_error_set(err, st, "the store failed: the study is stopping");
+            return;
+        default: tunep_error_set(err, st, "report failed: %s", tune_strerror(st)); return;
+    }
+}
+
+tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
+                              const double *values, tune_error *err)
+{
+    if (!t || (n && (!names || !values)))
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "trial must not be NULL, nor names and values when n > 0");
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || !names[i][0] || strlen(names[i]) > TUNEP_MAX_METRIC_NAME)
+            return tunep_error_set(err, TUNE_EINVAL,
+                                   "metric name %zu is empty or longer than %d bytes", i,
+                                   TUNEP_MAX_METRIC_NAME);
+        /* Names the engine fills in itself would clash with the CSV columns. */
+        if (strcmp(names[i], "training_iteration") == 0 || strcmp(names[i], "time_total_s") == 0 ||
+            strcmp(names[i], "trial_id") == 0 || strcmp(names[i], "status") == 0)
+            return tunep_error_set(err, TUNE_EINVAL,
+                                   "metric name '%s' is reserved: the engine reports it", names[i]);
+    }
+    tune_status st;
+    if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
+        st = tunep_ipc_report(t, n, names, values);
+    else if (t->remote_tag) /* a trial on an MPI worker rank: rank 0 answers */
+        st = tunep_mpi_report(t, n, names, values);
+    else
+        st = report_local(t, n, names, values);
+    if (st)
+        explain_answer(t, st, err);
+    return st;
+}
+
+tune_status tune_trial_report_metric(tune_trial *t, const char *name, double value, tune_error *err)
+{
+    return tune_trial_report(t, 1, &name, &value, err);
 }

@@ -31,7 +31,7 @@ tune_status fixture_objective(tune_trial *trial, void *user_data)
     const char *names[2] = {"val_accuracy", "data_len"};
     double values[2] = {tune_trial_get_double_or(trial, "x", -1), data ? (double)strlen(data) : -1};
     for (int it = 0; it < 3; it++) {
-        tune_status st = tune_trial_report(trial, 2, names, values);
+        tune_status st = tune_trial_report(trial, 2, names, values, NULL);
         if (st != TUNE_OK)
             return st == TUNE_ESTOP ? TUNE_OK : st;
     }
@@ -57,8 +57,8 @@ tune_status fixture_objective_state(tune_trial *trial, void *user_data)
 {
     const struct state *s = user_data;
     return tune_trial_report_metric(trial, "val_accuracy",
-                                    tune_trial_get_double_or(trial, "x", -1) + s->offset) ==
-                   TUNE_ESTORE
+                                    tune_trial_get_double_or(trial, "x", -1) + s->offset,
+                                    NULL) == TUNE_ESTORE
                ? TUNE_ESTORE
                : TUNE_OK;
 }
@@ -77,6 +77,6 @@ tune_status fixture_flaky(tune_trial *trial, void *user_data)
         tune_trial_set_error(trial, "fixture failure on attempt 1");
         return TUNE_EFAILED;
     }
-    tune_trial_report_metric(trial, "val_accuracy", 1.0);
+    tune_trial_report_metric(trial, "val_accuracy", 1.0, NULL);
     return TUNE_OK;
 }

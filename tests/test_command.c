@@ -886,7 +886,8 @@ static tune_status obj_check_dir(tune_trial *t, void *ud)
     int *seen = ud;
     const char *d = tune_trial_dir(t);
     if (!d)
-        return tune_trial_report_metric(t, "score", -1) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
+        return tune_trial_report_metric(t, "score", -1, NULL) == TUNE_ESTORE ? TUNE_ESTORE
+                                                                             : TUNE_OK;
     struct stat sb;
     char path[4200];
     snprintf(path, sizeof path, "%s/params.json", d);
@@ -899,13 +900,13 @@ static tune_status obj_check_dir(tune_trial *t, void *ud)
     tune_free(json);
     if (ok)
         __atomic_add_fetch(seen, 1, __ATOMIC_SEQ_CST);
-    return tune_trial_report_metric(t, "score", ok) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
+    return tune_trial_report_metric(t, "score", ok, NULL) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
 }
 
 static tune_status obj_no_dir(tune_trial *t, void *ud)
 {
     (void)ud;
-    return tune_trial_report_metric(t, "score", 1) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
+    return tune_trial_report_metric(t, "score", 1, NULL) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
 }
 
 START_TEST(trial_folders)
@@ -928,7 +929,7 @@ START_TEST(trial_folders)
     char *json = fmt(DIRS_CONFIG, storage);
     tune_study *s = study(json);
     int seen = 0;
-    tune_study_set_objective(s, obj_check_dir, &seen);
+    tune_study_set_objective(s, obj_check_dir, &seen, NULL);
     run(s);
     ck_assert_int_eq(seen, 5);
     tune_study_free(s);
@@ -937,7 +938,7 @@ START_TEST(trial_folders)
     char *quiet_storage = fmt("%s/quiet", dir);
     char *quiet = fmt(DIRS_CONFIG, quiet_storage);
     s = study(quiet);
-    tune_study_set_objective(s, obj_no_dir, NULL);
+    tune_study_set_objective(s, obj_no_dir, NULL, NULL);
     run(s);
     tune_study_free(s);
     char *trials_dir = fmt("%s/trials", quiet_storage);
@@ -949,7 +950,7 @@ START_TEST(trial_folders)
     char *mem = fmt(DIRS_CONFIG, ":memory:");
     s = study(mem);
     seen = 0;
-    tune_study_set_objective(s, obj_check_dir, &seen);
+    tune_study_set_objective(s, obj_check_dir, &seen, NULL);
     run(s);
     ck_assert_int_eq(seen, 0);
     char *best = NULL;
@@ -968,7 +969,7 @@ START_TEST(trial_folders)
     tune_set_log_callback(capture, TUNE_LOG_WARN, &cap);
     s = study(json2);
     seen = 0;
-    tune_study_set_objective(s, obj_check_dir, &seen);
+    tune_study_set_objective(s, obj_check_dir, &seen, NULL);
     run(s);
     tune_set_log_callback(NULL, TUNE_LOG_ERROR, NULL);
     ck_assert_int_eq(seen, 0);

@@ -141,7 +141,7 @@ START_TEST(space_in_code_excludes_param_space)
     tune_error err;
     ck_assert_int_eq(tune_space_new(&sp, &err), TUNE_OK);
     ck_assert_int_eq(tune_space_add_uniform(sp, "x", 0, 1, &err), TUNE_OK);
-    ck_assert_int_eq(tune_study_new_with_space("{\"param_space\": {}}", sp, &s, &err),
+    ck_assert_int_eq(tune_study_new_with_space_take("{\"param_space\": {}}", sp, &s, &err),
                      TUNE_ECONFIG);
     ck_assert_str_eq(err.text, "param_space: not allowed when the space is built in code");
 }

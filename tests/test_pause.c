@@ -78,7 +78,7 @@ static tune_status obj_counter(tune_trial *t, void *ud)
     }
     while (tune_trial_iteration(t) < lg->iters) {
         step++;
-        tune_status ans = tune_trial_report_metric(t, "score", x * (double)step);
+        tune_status ans = tune_trial_report_metric(t, "score", x * (double)step, NULL);
         struct event e = {tune_trial_id(t), tune_trial_attempt(t), tune_trial_iteration(t), step,
                           loaded, tune_trial_checkpoint_wanted(t), ans, x};
         log_event(lg, &e);
@@ -118,7 +118,7 @@ static tune_study *study_from(const char *json, struct log *lg)
     tune_error err;
     tune_status st = tune_study_new_from_json(json, NULL, &s, &err);
     ck_assert_msg(st == TUNE_OK, "config rejected: %d:%d: %s", err.line, err.column, err.text);
-    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg, NULL), TUNE_OK);
     lg->study = s;
     return s;
 }
@@ -136,7 +136,7 @@ static tune_study *resume_run(const char *dir, struct log *lg)
     tune_study *s = NULL;
     tune_error err;
     ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
-    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_objective(s, obj_counter, lg, NULL), TUNE_OK);
     lg->study = s;
     run_ok(s);
     return s;

@@ -35,7 +35,7 @@ static tune_status obj_constant(tune_trial *t, void *ud)
     int iters = ud ? *(int *)ud : 5;
     double x = tune_trial_get_double_or(t, "x", 0);
     for (int i = 0; i < iters; i++) {
-        tune_status st = tune_trial_report_metric(t, "score", x);
+        tune_status st = tune_trial_report_metric(t, "score", x, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK;
         if (st)
@@ -48,7 +48,7 @@ static tune_status obj_fail_first_attempt(tune_trial *t, void *ud)
 {
     (void)ud;
     if (tune_trial_attempt(t) == 1) {
-        tune_trial_report_metric(t, "score", 1.0);
+        tune_trial_report_metric(t, "score", 1.0, NULL);
         tune_trial_set_error(t, "boom in trial %lld", (long long)tune_trial_id(t));
         return TUNE_EFAILED;
     }
@@ -69,8 +69,8 @@ static tune_status obj_nan_for_odd(tune_trial *t, void *ud)
     int64_t id = tune_trial_id(t);
     double v = (id % 2) ? (double)NAN : 1.0 + (double)id;
     for (int i = 0; i < 4; i++) {
-        tune_status st = (id == 2 || id == 6) ? tune_trial_report_metric(t, "other", 1.0)
-                                              : tune_trial_report_metric(t, "score", v);
+        tune_status st = (id == 2 || id == 6) ? tune_trial_report_metric(t, "other", 1.0, NULL)
+                                              : tune_trial_report_metric(t, "score", v, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK;
     }
@@ -84,7 +84,7 @@ START_TEST(fifo_all_terminate)
     tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 20, \"seed\": 1,"
                                " \"storage\": \":memory:\", \"max_concurrent_trials\": 3,"
                                " \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}");
-    tune_study_set_objective(s, obj_constant, NULL);
+    tune_study_set_objective(s, obj_constant, NULL, NULL);
     tune_error err;
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
@@ -100,7 +100,7 @@ START_TEST(retry_then_succeed)
     tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 6, \"seed\": 1,"
                                " \"storage\": \":memory:\", \"max_failures\": 1,"
                                " \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}");
-    tune_study_set_objective(s, obj_fail_first_attempt, NULL);
+    tune_study_set_objective(s, obj_fail_first_attempt, NULL, NULL);
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
@@ -115,7 +115,7 @@ START_TEST(errors_do_not_stop_the_sweep)
     tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 5, \"seed\": 1,"
                                " \"storage\": \":memory:\", \"max_failures\": 2,"
                                " \"max_concurrent_trials\": 2}");
-    tune_study_set_objective(s, obj_always_fail, NULL);
+    tune_study_set_objective(s, obj_always_fail, NULL, NULL);
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
@@ -134,7 +134,7 @@ START_TEST(nan_is_worst_and_never_best)
                                " \"storage\": \":memory:\", \"max_concurrent_trials\": 1,"
                                " \"scheduler\": {\"type\": \"asha\", \"max_t\": 4,"
                                " \"grace_period\": 1, \"reduction_factor\": 2}}");
-    tune_study_set_objective(s, obj_nan_for_odd, NULL);
+    tune_study_set_objective(s, obj_nan_for_odd, NULL, NULL);
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
@@ -163,7 +163,7 @@ START_TEST(stop_training_iteration_and_threshold)
                                " \"storage\": \":memory:\", \"max_concurrent_trials\": 2,"
                                " \"param_space\": {\"x\": {\"grid_search\": [0.1, 0.9]}},"
                                " \"stop\": {\"training_iteration\": 7, \"score\": 0.5}}");
-    tune_study_set_objective(s, obj_constant, &iters);
+    tune_study_set_objective(s, obj_constant, &iters, NULL);
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
@@ -193,7 +193,7 @@ static tune_status obj_capture(tune_trial *t, void *ud)
     cap->configs[tune_trial_id(t)] = strdup(json);
     pthread_mutex_unlock(&cap->lock);
     tune_free(json);
-    return tune_trial_report_metric(t, "score", 0.5) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
+    return tune_trial_report_metric(t, "score", 0.5, NULL) == TUNE_ESTORE ? TUNE_ESTORE : TUNE_OK;
 }
 
 static void run_capture(int concurrency, struct capture *cap)
@@ -208,7 +208,7 @@ static void run_capture(int concurrency, struct capture *cap)
              concurrency);
     tune_study *s = study_from(json);
     pthread_mutex_init(&cap->lock, NULL);
-    tune_study_set_objective(s, obj_capture, cap);
+    tune_study_set_objective(s, obj_capture, cap, NULL);
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     tune_study_free(s);
 }
@@ -238,7 +238,7 @@ static tune_status obj_slow_until_stopped(tune_trial *t, void *ud)
     for (int i = 0; i < 1000; i++) {
         if (tune_trial_id(t) == 3 && i == 2)
             tune_study_request_stop(s);
-        tune_status st = tune_trial_report_metric(t, "score", (double)i);
+        tune_status st = tune_trial_report_metric(t, "score", (double)i, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK;
     }
@@ -250,7 +250,7 @@ START_TEST(request_stop_interrupts)
     tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 50, \"seed\": 1,"
                                " \"storage\": \":memory:\", \"max_concurrent_trials\": 1}");
     tune_study *self = s;
-    tune_study_set_objective(s, obj_slow_until_stopped, &self);
+    tune_study_set_objective(s, obj_slow_until_stopped, &self, NULL);
     tune_error err;
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_EINTERRUPTED);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
@@ -351,7 +351,7 @@ static tune_status obj_stop_once(tune_trial *t, void *ud)
         if (tune_trial_id(t) == sp->stop_at && i == 2)
             tune_study_request_stop(sp->study);
         tune_status st =
-            tune_trial_report_metric(t, "score", 0.1 * (double)tune_trial_id(t) + i + bonus);
+            tune_trial_report_metric(t, "score", 0.1 * (double)tune_trial_id(t) + i + bonus, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK;
         if (st)
@@ -372,7 +372,7 @@ START_TEST(interrupted_sweep_resumes)
              dir);
     tune_study *s = study_from(json);
     struct stopper sp = {s, 10};
-    tune_study_set_objective(s, obj_stop_once, &sp);
+    tune_study_set_objective(s, obj_stop_once, &sp, NULL);
     tune_error err;
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_EINTERRUPTED);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
@@ -388,7 +388,7 @@ START_TEST(interrupted_sweep_resumes)
     ck_assert_int_eq(tune_study_resume(path, 0, &s, &err), TUNE_OK);
     sp.study = s;
     sp.stop_at = -1;
-    tune_study_set_objective(s, obj_stop_once, &sp);
+    tune_study_set_objective(s, obj_stop_once, &sp, NULL);
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
     counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED], 30);
@@ -421,7 +421,7 @@ static tune_status obj_misbehave(tune_trial *t, void *ud)
     (void)ud;
     int64_t id = tune_trial_id(t);
     if (id == 1 && tune_trial_attempt(t) == 1) {
-        tune_trial_report_metric(t, "score", 5.0);
+        tune_trial_report_metric(t, "score", 5.0, NULL);
         raise(SIGSEGV);
     }
     if (id == 2)
@@ -429,7 +429,7 @@ static tune_status obj_misbehave(tune_trial *t, void *ud)
     if (id == 3)
         abort();
     for (int i = 0; i < 3; i++)
-        if (tune_trial_report_metric(t, "score", (double)id + i) != TUNE_OK)
+        if (tune_trial_report_metric(t, "score", (double)id + i, NULL) != TUNE_OK)
             return TUNE_OK;
     return TUNE_OK;
 }
@@ -440,7 +440,7 @@ START_TEST(process_isolation_contains_crashes_and_hangs)
                                " \"storage\": \":memory:\", \"max_concurrent_trials\": 3,"
                                " \"max_failures\": 1, \"isolation\": \"process\","
                                " \"trial_timeout_s\": 0.5}");
-    tune_study_set_objective(s, obj_misbehave, NULL);
+    tune_study_set_objective(s, obj_misbehave, NULL, NULL);
     tune_error err;
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
@@ -471,7 +471,7 @@ static tune_status obj_slow(tune_trial *t, void *ud)
     (void)ud;
     for (int i = 0; i < 20; i++) {
         usleep(100000);
-        if (tune_trial_report_metric(t, "score", i) != TUNE_OK)
+        if (tune_trial_report_metric(t, "score", i, NULL) != TUNE_OK)
             return TUNE_OK;
     }
     return TUNE_OK;
@@ -482,7 +482,7 @@ START_TEST(thread_timeout_at_next_report)
     tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 2, \"seed\": 1,"
                                " \"storage\": \":memory:\", \"max_concurrent_trials\": 2,"
                                " \"trial_timeout_s\": 0.25}");
-    tune_study_set_objective(s, obj_slow, NULL);
+    tune_study_set_objective(s, obj_slow, NULL, NULL);
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     counts(s, c);
@@ -505,6 +505,123 @@ START_TEST(no_objective_is_a_config_error)
 }
 END_TEST
 
+/* What the objective of errors_carry_details saw, asserted on the test's thread. */
+struct seen_errors {
+    tune_status st[5];
+    tune_error err[5];
+};
+
+static tune_status obj_bad_calls(tune_trial *t, void *ud)
+{
+    struct seen_errors *se = ud;
+    double d;
+    const char *str;
+    const char *reserved = "trial_id";
+    double v = 1.0;
+    se->st[0] = tune_trial_get_double(t, "nope", &d, &se->err[0]);
+    se->st[1] = tune_trial_get_string(t, "x", &str, &se->err[1]);
+    se->st[2] = tune_trial_report(t, 1, &reserved, &v, &se->err[2]);
+    se->st[3] = tune_trial_report_metric(t, "score", 1.0, &se->err[3]);
+    se->st[4] = tune_trial_report_metric(t, "score", 1.0, &se->err[4]);
+    return TUNE_OK;
+}
+
+START_TEST(errors_carry_details)
+{
+    /* One trial on this thread: it reaches stop.training_iteration at its first report. */
+    tune_study *s = study_from("{\"metric\": \"score\", \"num_samples\": 1, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 1,"
+                               " \"param_space\": {\"x\": {\"uniform\": [0, 1]}},"
+                               " \"stop\": {\"training_iteration\": 1}}");
+    struct seen_errors se;
+    memset(&se, 0, sizeof se);
+    tune_error err;
+    ck_assert_int_eq(tune_study_set_objective(s, obj_bad_calls, &se, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_resume_flags(s, 2, &err), TUNE_EINVAL);
+    ck_assert_str_eq(err.text, "unknown resume flags 0x2");
+    ck_assert_int_eq(tune_study_set_storage(s, "", &err), TUNE_EINVAL);
+    ck_assert_int_eq(tune_study_set_objective(s, NULL, NULL, &err), TUNE_EINVAL);
+    ck_assert_int_eq(err.code, TUNE_EINVAL);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+
+    ck_assert_int_eq(se.st[0], TUNE_ENOTFOUND);
+    ck_assert_int_eq(se.err[0].code, TUNE_ENOTFOUND);
+    ck_assert_str_eq(se.err[0].text, "no parameter 'nope'");
+    ck_assert_int_eq(se.st[1], TUNE_ETYPE);
+    ck_assert_str_eq(se.err[1].text, "parameter 'x' is a float, not a string");
+    ck_assert_int_eq(se.st[2], TUNE_EINVAL);
+    ck_assert_str_eq(se.err[2].text, "metric name 'trial_id' is reserved: the engine reports it");
+    /* TUNE_ESTOP says why; so does the answer to a report after it. */
+    ck_assert_int_eq(se.st[3], TUNE_ESTOP);
+    ck_assert_int_eq(se.err[3].code, TUNE_ESTOP);
+    ck_assert_str_eq(se.err[3].text,
+                     "the trial reached its end (max_t or stop.training_iteration)");
+    ck_assert_int_eq(se.st[4], TUNE_ESTOP);
+    ck_assert_str_eq(se.err[4].text, se.err[3].text);
+
+    /* Settings that are too late say so. */
+    ck_assert_int_eq(tune_study_set_storage(s, "elsewhere", &err), TUNE_EINVAL);
+    ck_assert_str_eq(err.text, "this study has already run");
+    ck_assert_int_eq(tune_study_set_resume_flags(s, TUNE_RESUME_ERRORED, &err), TUNE_EINVAL);
+    ck_assert_str_eq(err.text, "this study has already run");
+    tune_study_free(s);
+}
+END_TEST
+
+/* Trials with an even id fail while *fail_even is set; the others report their id. */
+static tune_status obj_fail_even(tune_trial *t, void *ud)
+{
+    const int *fail_even = ud;
+    if (*fail_even && tune_trial_id(t) % 2 == 0)
+        return TUNE_EFAILED;
+    return tune_trial_report_metric(t, "score", (double)tune_trial_id(t), NULL) == TUNE_ESTORE
+               ? TUNE_ESTORE
+               : TUNE_OK;
+}
+
+START_TEST(resume_errored_retries_error_trials)
+{
+    char *dir = tune_test_mkdtemp();
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 6, \"seed\": 2, \"storage\": \"%s/e\","
+             " \"max_concurrent_trials\": 2}",
+             dir);
+    int fail_even = 1;
+    tune_study *s = study_from(json);
+    tune_study_set_objective(s, obj_fail_even, &fail_even, NULL);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 3);
+    tune_study_free(s);
+
+    /* Without the flag ERROR trials stay; the objective would now succeed. */
+    char path[1100];
+    snprintf(path, sizeof path, "%s/e", dir);
+    fail_even = 0;
+    tune_error err;
+    ck_assert_int_eq(tune_study_resume(path, 0, &s, &err), TUNE_OK);
+    tune_study_set_objective(s, obj_fail_even, &fail_even, NULL);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 3);
+    tune_study_free(s);
+
+    /* With it they run again (an unknown flag bit is refused). */
+    ck_assert_int_eq(tune_study_resume(path, 2, &s, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tune_study_resume(path, TUNE_RESUME_ERRORED, &s, &err), TUNE_OK);
+    tune_study_set_objective(s, obj_fail_even, &fail_even, NULL);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 0);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 6);
+    tune_study_free(s);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *study_suite(void)
 {
     Suite *s = suite_create("study");
@@ -522,6 +639,8 @@ static Suite *study_suite(void)
     tcase_add_test(tc, interrupted_sweep_resumes);
     tcase_add_test(tc, process_isolation_contains_crashes_and_hangs);
     tcase_add_test(tc, thread_timeout_at_next_report);
+    tcase_add_test(tc, errors_carry_details);
+    tcase_add_test(tc, resume_errored_retries_error_trials);
     suite_add_tcase(s, tc);
     return s;
 }

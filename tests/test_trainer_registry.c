@@ -75,7 +75,7 @@ static tune_status ramp_objective(tune_trial *t, void *user_data)
     atomic_fetch_add(&s->objective_calls, 1);
     double x = tune_trial_get_double_or(t, "x", 0);
     for (int i = 1; i <= s->cfg->iterations; i++) {
-        tune_status st = tune_trial_report_metric(t, "score", s->cfg->scale * x * i);
+        tune_status st = tune_trial_report_metric(t, "score", s->cfg->scale * x * i, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK;
         if (st)

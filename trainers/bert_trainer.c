@@ -630,7 +630,7 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
                                ev.loss,
                                train_loss_n ? train_loss_sum / (double)train_loss_n : (double)NAN,
                                train_s > 0 ? (double)examples_window / train_s : 0.0};
-            st = tune_trial_report(trial, sizeof names / sizeof *names, names, values);
+            st = tune_trial_report(trial, sizeof names / sizeof *names, names, values, NULL);
             if ((st == TUNE_OK || st == TUNE_ESTOP) && tune_trial_checkpoint_wanted(trial)) {
                 tune_status cs = save_state(trial, m, step, &err);
                 if (cs != TUNE_OK && cs != TUNE_EUNSUPPORTED) {

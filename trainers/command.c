@@ -147,13 +147,13 @@ static int trial_placeholder(void *ud, const char *name, struct tunep_buf *out)
     int64_t i;
     double d;
     char num[64];
-    if (tune_trial_get_string(t, name, &s) == TUNE_OK) {
+    if (tune_trial_get_string(t, name, &s, NULL) == TUNE_OK) {
         tunep_buf_puts(out, s);
-    } else if (tune_trial_get_bool(t, name, &b) == TUNE_OK) {
+    } else if (tune_trial_get_bool(t, name, &b, NULL) == TUNE_OK) {
         tunep_buf_puts(out, b ? "true" : "false");
-    } else if (tune_trial_get_int(t, name, &i) == TUNE_OK) {
+    } else if (tune_trial_get_int(t, name, &i, NULL) == TUNE_OK) {
         tunep_buf_printf(out, "%lld", (long long)i);
-    } else if (tune_trial_get_double(t, name, &d) == TUNE_OK) {
+    } else if (tune_trial_get_double(t, name, &d, NULL) == TUNE_OK) {
         tunep_format_double(num, sizeof num, d);
         tunep_buf_puts(out, num);
     } else if (strcmp(name, "trial_id") == 0) {
@@ -803,7 +803,7 @@ static void on_report(struct run *r, const char *json, size_t len, int64_t line_
     }
     for (size_t i = 0; i < r->n_metrics; i++)
         names[i] = r->arena.data + r->name_at[i];
-    tune_status st = tune_trial_report(r->t, r->n_metrics, names, r->values);
+    tune_status st = tune_trial_report(r->t, r->n_metrics, names, r->values, NULL);
     if (names != names_small)
         tunep_free((void *)names);
     if (st == TUNE_OK)

@@ -175,7 +175,7 @@ static tune_status synthetic_objective(tune_trial *trial, void *user_data)
             names[n] = "val_loss";
             values[n++] = 1.0 - acc;
         }
-        st = tune_trial_report(trial, n, names, values);
+        st = tune_trial_report(trial, n, names, values, NULL);
         if ((st == TUNE_OK || st == TUNE_ESTOP) && cfg->answer_log)
             log_answer(cfg->answer_log, trial, tune_trial_iteration(trial));
         if ((st == TUNE_OK || st == TUNE_ESTOP) && tune_trial_checkpoint_wanted(trial)) {

@@ -14,18 +14,18 @@ tune_status tune_study_new_from_json(const char *json, const char *source, tune_
 {
     if (!json || !ret_study)
         return tunep_error_set(err, TUNE_EINVAL, "json and ret_study must not be NULL");
-    return tunep_study_new_from_config(json, strlen(json), source, NULL, tunep_trainer_types(),
+    return tunep_study_new_from_config(json, strlen(json), source, NULL, NULL, tunep_trainer_types(),
                                        ret_study, err);
 }
 
-tune_status tune_study_new_with_space(const char *json, tune_space *space, tune_study **ret_study,
-                                      tune_error *err)
+tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
+                                           tune_study **ret_study, tune_error *err)
 {
     if (!json || !space || !ret_study) {
         tune_space_free(space);
         return tunep_error_set(err, TUNE_EINVAL, "json, space and ret_study must not be NULL");
     }
-    return tunep_study_new_from_config(json, strlen(json), NULL, space, tunep_trainer_types(),
+    return tunep_study_new_from_config(json, strlen(json), NULL, NULL, space, tunep_trainer_types(),
                                        ret_study, err);
 }
 
@@ -38,7 +38,8 @@ tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, t
     tune_status st = tunep_read_file(path, &text, &len, err);
     if (st)
         return st;
-    st = tunep_study_new_from_config(text, len, path, NULL, tunep_trainer_types(), ret_study, err);
+    st = tunep_study_new_from_config(text, len, path, NULL, NULL, tunep_trainer_types(), ret_study,
+                                     err);
     tunep_free(text);
     return st;
 }

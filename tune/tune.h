@@ -3,9 +3,10 @@
  *
  * A study draws trial configurations from a search space, runs an objective on
  * each (several at once), lets a scheduler stop weak trials early, records
- * every report in an SQLite store and exports CSV. Everything is configured by
- * the same JSON document that `tune run config.json` reads (configs/README.md
- * lists every key); a space can also be built in code.
+ * every report in an SQLite store and exports CSV. A study is configured by
+ * the JSON document that `tune run config.json` reads (configs/README.md
+ * lists every key), or in code: tune_options and a space built with
+ * tune_space_add_*(), as below.
  *
  * A complete program (examples/quickstart.c is this example, built and run by
  * the tests):
@@ -19,13 +20,15 @@
  *         double lr, acc = 0.0;
  *         int64_t batch;
  *         (void)user_data;
- *         if (tune_trial_get_double(trial, "lr", &lr) || tune_trial_get_int(trial, "batch_size", &batch))
+ *         if (tune_trial_get_double(trial, "lr", &lr, NULL) ||
+ *             tune_trial_get_int(trial, "batch_size", &batch, NULL))
  *             return TUNE_EINVAL;
  *         for (int it = 1; it <= 20; it++) {
- *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) - 0.001 * (double)batch / 64;
- *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc);
+ *             acc = 0.9 - 0.01 * fabs(log10(lr) + 3.0) * (1.0 + 8.0 / it) -
+ *                   0.001 * (double)batch / 64;
+ *             tune_status st = tune_trial_report_metric(trial, "val_accuracy", acc, NULL);
  *             if (st == TUNE_ESTOP)
- *                 return TUNE_OK;   // the scheduler stopped this trial: leave promptly
+ *                 return TUNE_OK; // the scheduler stopped this trial: leave promptly
  *             if (st != TUNE_OK)
  *                 return st;
  *         }
@@ -37,38 +40,60 @@
  *         tune_error err;
  *         tune_space *space = NULL;
  *         tune_study *study = NULL;
- *         char *best = NULL;
+ *         tune_result *best = NULL;
+ *         tune_options o;
  *         const int64_t batches[] = {16, 32, 64};
+ *         double lr, acc;
+ *         int64_t batch;
  *
  *         if (tune_space_new(&space, &err) ||
  *             tune_space_add_loguniform(space, "lr", 1e-5, 1e-1, 10, &err) ||
  *             tune_space_add_choice_int(space, "batch_size", batches, 3, &err))
  *             goto fail;
- *         // The study takes the space, even when it fails.
- *         if (tune_study_new_with_space("{\"name\": \"quickstart\", \"metric\": \"val_accuracy\","
- *                                       " \"mode\": \"max\", \"num_samples\": 50, \"seed\": 7,"
- *                                       " \"storage\": \":memory:\","
- *                                       " \"scheduler\": {\"type\": \"asha\", \"max_t\": 20}}",
- *                                       space, &study, &err))
+ *         tune_options_default(&o);
+ *         o.name = "quickstart";
+ *         o.metric = "val_accuracy";
+ *         o.mode = TUNE_MODE_MAX;
+ *         o.num_samples = 50;
+ *         o.seed = 7;
+ *         o.storage = ":memory:";
+ *         o.scheduler = TUNE_SCHEDULER_ASHA;
+ *         o.asha.max_t = 20;
+ *         if (tune_study_new(&o, space, &study, &err) ||
+ *             tune_study_set_objective(study, objective, NULL, &err) ||
+ *             tune_study_run(study, &err) || tune_study_best(study, &best, &err) ||
+ *             tune_result_get_double(best, "lr", &lr, &err) ||
+ *             tune_result_get_int(best, "batch_size", &batch, &err) ||
+ *             tune_result_get_metric(best, "val_accuracy", &acc, &err))
  *             goto fail;
- *         tune_study_set_objective(study, objective, NULL);
- *         if (tune_study_run(study, &err) || tune_study_best_json(study, &best, &err))
- *             goto fail;
- *         printf("%s\n", best);
- *         tune_free(best);
+ *         printf("best trial %lld: lr=%g batch_size=%lld val_accuracy=%.4f\n",
+ *                (long long)tune_result_trial_id(best), lr, (long long)batch, acc);
+ *         tune_result_free(best);
  *         tune_study_free(study);
+ *         tune_space_free(space);
  *         return 0;
  *     fail:
  *         fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+ *         tune_result_free(best);
  *         tune_study_free(study);
+ *         tune_space_free(space);
  *         return 1;
  *     }
  *
- * Conventions: fallible functions return tune_status (TUNE_OK is 0) and take an
- * optional last `tune_error *err` (may be NULL) that receives the details.
- * Objects come from *_new and go with *_free, which accept NULL. Strings handed
- * in are copied; strings handed out as `const char *` are borrowed (their
- * lifetime is stated), those handed out as `char *` are freed with tune_free().
+ * Conventions:
+ *  - Every function that returns tune_status takes an optional `tune_error
+ *    *err` as its last parameter; NULL is fine. For any status but TUNE_OK a
+ *    non-NULL err receives the details (for TUNE_ESTOP: why the trial must
+ *    stop); on TUNE_OK it is left untouched. Functions that cannot fail
+ *    (ids, counts, names, *_free) return their value directly.
+ *  - Outputs come back through `ret_` parameters, just before err.
+ *  - Objects come from *_new and go with *_free, which accept NULL.
+ *  - Arguments are borrowed for the call: what the library keeps (names,
+ *    paths, values) is copied. A function that takes ownership of an object
+ *    ends in `_take`, and takes it even when it fails.
+ *  - Strings handed out as `const char *` are borrowed (each getter states
+ *    for how long); those handed out as `char *` are freed with tune_free().
+ *  - Enums are append-only and end with a _COUNT sentinel.
  * The library never prints, never exits, and keeps no mutable global state but
  * the allocator and log hooks, which are set before anything else.
  *
@@ -138,7 +163,7 @@ TUNE_API const char *tune_strerror(tune_status code);
 
 /**
  * Details of a failure. Every field is set whenever a function that received a
- * non-NULL err fails; on success err is left untouched.
+ * non-NULL err returns anything but TUNE_OK; on TUNE_OK err is left untouched.
  */
 typedef struct tune_error {
     tune_status code;
@@ -219,7 +244,7 @@ typedef struct tune_space tune_space;
 
 /** Creates an empty space. @return TUNE_OK, TUNE_ENOMEM. */
 TUNE_API tune_status tune_space_new(tune_space **ret_space, tune_error *err);
-/** Frees a space (NULL is fine). Do not free a space handed to a study. */
+/** Frees a space (NULL is fine). Not one handed to tune_study_new_with_space_take(). */
 TUNE_API void tune_space_free(tune_space *space);
 
 /** Float uniform in [low, high); needs low < high. */
@@ -346,22 +371,22 @@ TUNE_API int64_t tune_trial_iteration(const tune_trial *trial);
  * @return TUNE_OK, TUNE_ENOTFOUND (no such name), TUNE_ETYPE (a string), TUNE_EINVAL.
  */
 TUNE_API tune_status tune_trial_get_double(const tune_trial *trial, const char *name,
-                                           double *ret_value);
+                                           double *ret_value, tune_error *err);
 /**
  * Reads a parameter as an integer; a float converts only when it is integral
  * (quniform with q = 1, say). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
  */
 TUNE_API tune_status tune_trial_get_int(const tune_trial *trial, const char *name,
-                                        int64_t *ret_value);
+                                        int64_t *ret_value, tune_error *err);
 /**
  * Reads a string parameter; the string is borrowed and valid while the
  * objective runs. @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
  */
 TUNE_API tune_status tune_trial_get_string(const tune_trial *trial, const char *name,
-                                           const char **ret_value);
+                                           const char **ret_value, tune_error *err);
 /** Reads a boolean parameter (0 or 1). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL. */
-TUNE_API tune_status tune_trial_get_bool(const tune_trial *trial, const char *name,
-                                         int *ret_value);
+TUNE_API tune_status tune_trial_get_bool(const tune_trial *trial, const char *name, int *ret_value,
+                                         tune_error *err);
 /** The parameter as a double, or `fallback` when it is missing or not numeric. */
 TUNE_API double tune_trial_get_double_or(const tune_trial *trial, const char *name,
                                          double fallback);
@@ -391,15 +416,18 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
  * counts as the worst value for the scheduler (logged); a NaN or infinite
  * one also fails the attempt ("reported <metric> = nan at iteration N"),
  * which is retried up to max_failures: the answer is then TUNE_ESTOP.
+ * err, when given, says why for every answer but TUNE_OK (for TUNE_ESTOP:
+ * scheduler, stop condition, pause, study stopping, or the failure).
  * @return TUNE_OK to go on; TUNE_ESTOP when the trial must stop now (the
  *         scheduler stopped it, it reached max_t or a stop condition, or the
  *         study is stopping); TUNE_EINVAL for bad arguments; TUNE_ESTORE when
  *         the store failed (the trial should return this status).
  */
 TUNE_API tune_status tune_trial_report(tune_trial *trial, size_t n, const char *const *names,
-                                       const double *values);
+                                       const double *values, tune_error *err);
 /** tune_trial_report() with one metric. */
-TUNE_API tune_status tune_trial_report_metric(tune_trial *trial, const char *name, double value);
+TUNE_API tune_status tune_trial_report_metric(tune_trial *trial, const char *name, double value,
+                                              tune_error *err);
 /*
  * Checkpoints. An objective that can save its state makes pausing schedulers
  * (HyperBand, promotion ASHA), PBT, retries and `tune resume` continue where
@@ -499,21 +527,105 @@ TUNE_API tune_status tune_study_new_from_json(const char *json, const char *sour
                                               tune_study **ret_study, tune_error *err);
 /**
  * Creates a study from a JSON config without param_space and a space built in
- * code. Takes ownership of `space` even when it fails.
+ * code. Takes ownership of `space`, even when it fails: do not free it.
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_ECONFIG, TUNE_ENOMEM.
  */
-TUNE_API tune_status tune_study_new_with_space(const char *json, tune_space *space,
-                                               tune_study **ret_study, tune_error *err);
+TUNE_API tune_status tune_study_new_with_space_take(const char *json, tune_space *space,
+                                                    tune_study **ret_study, tune_error *err);
+
+/** Whether a larger or a smaller main metric is better. Append-only. */
+typedef enum tune_mode {
+    TUNE_MODE_MAX = 0, /**< "mode": "max" */
+    TUNE_MODE_MIN = 1, /**< "mode": "min" */
+    TUNE_MODE_COUNT
+} tune_mode;
+
+/** Where trial attempts run ("isolation"). Append-only. */
+typedef enum tune_isolation {
+    TUNE_ISOLATION_THREAD = 0,  /**< threads of this process */
+    TUNE_ISOLATION_PROCESS = 1, /**< each attempt in a child process: a crash costs only it */
+    TUNE_ISOLATION_COUNT
+} tune_isolation;
+
+/**
+ * The schedulers tune_options can choose. Median stopping, HyperBand and PBT
+ * are configured in JSON only for now (tune_study_new_from_json()).
+ * Append-only.
+ */
+typedef enum tune_scheduler_type {
+    TUNE_SCHEDULER_FIFO = 0, /**< every trial runs to its end */
+    TUNE_SCHEDULER_ASHA = 1, /**< Ray's stopping ASHA (AsyncHyperBandScheduler) */
+    TUNE_SCHEDULER_TYPE_COUNT
+} tune_scheduler_type;
+
+/** ASHA's main options, with Ray Tune's names and defaults (configs/README.md). */
+typedef struct tune_asha_options {
+    double max_t;            /**< the most a trial runs, in iterations (default 100) */
+    double grace_period;     /**< the least a trial runs before it may be stopped (default 1) */
+    double reduction_factor; /**< each rung keeps the top 1/reduction_factor (default 4) */
+    int brackets;            /**< (default 1) */
+} tune_asha_options;
+
+/**
+ * A study's options as plain data, for tune_study_new(). Each field is the
+ * config file's top-level key of the same name (configs/README.md), with its
+ * rules and default. Fill it with tune_options_default() first, then set what
+ * differs, so that fields added later keep their defaults. Strings are
+ * borrowed for the call. JSON only for now (tune_study_new_from_json()):
+ * search algorithms other than random search, the median stopping,
+ * HyperBand and PBT schedulers, ASHA's time_attr, stop_last_trials and
+ * variant, "stop", "resources_per_trial" and the built-in trainers.
+ */
+typedef struct tune_options {
+    const char *name;              /**< names the experiment (default NULL: "experiment") */
+    const char *metric;            /**< the main metric (default NULL: "val_accuracy") */
+    tune_mode mode;                /**< (default TUNE_MODE_MAX) */
+    int64_t num_samples;           /**< trials, times the grid's points (default 1) */
+    int64_t seed;                  /**< >= 0; default -1: drawn from the clock, then stored */
+    int max_concurrent_trials;     /**< 1 to 4096; default 0: one per CPU */
+    int max_failures;              /**< retries of a failed trial, -1: forever (default 0) */
+    tune_isolation isolation;      /**< (default TUNE_ISOLATION_THREAD) */
+    const char *storage;           /**< experiment folder or ":memory:" (default NULL:
+                                        "tune_results/<name>") */
+    double trial_timeout_s;        /**< an attempt running longer fails; default 0: none */
+    int64_t checkpoint_frequency;  /**< ask for a checkpoint every n iterations; default 0: never */
+    tune_scheduler_type scheduler; /**< (default TUNE_SCHEDULER_FIFO) */
+    tune_asha_options asha;        /**< with TUNE_SCHEDULER_ASHA only (else: TUNE_ECONFIG) */
+} tune_options;
+
+/** Fills o with every option's default (listed in tune_options). Cannot fail. */
+TUNE_API void tune_options_default(tune_options *o);
+
+/**
+ * Creates a study from options and a space built in code, without JSON. The
+ * options go through the same defaults and checks as a config file's keys,
+ * and an error names the key: source "<options>", text "num_samples:
+ * expected an integer in [1, 100000000], got 0". experiment.db stores the
+ * config as the equivalent JSON (the keys that differ from the defaults), so
+ * running the same program into the same folder resumes the experiment.
+ * @param space borrowed, unlike tune_study_new_with_space_take()'s: the study
+ *        keeps a copy and the caller still frees it; NULL for no parameters
+ * @return TUNE_OK, TUNE_EINVAL (o or ret_study NULL, an enum field out of
+ *         its range), TUNE_ECONFIG (a value breaks a rule), TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_new(const tune_options *o, const tune_space *space,
+                                    tune_study **ret_study, tune_error *err);
+
 /**
  * Opens a finished or interrupted experiment folder (the one holding
  * experiment.db) read-only, for best/status/export.
  * @return TUNE_OK, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE, TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error *err);
-/** Flags for resuming an experiment (Ray Tune's Tuner.restore options). */
+/**
+ * Flags for resuming an experiment (Ray Tune's Tuner.restore options), for
+ * tune_study_resume() and tune_study_set_resume_flags().
+ */
 enum tune_resume_flags {
-    TUNE_RESUME_ERRORED = 1,  /**< ERROR trials get another max_failures + 1 attempts */
-    TUNE_RESTART_ERRORED = 2, /**< the same: without trainer checkpoints both start them over */
-    TUNE_RESUME_FORCE = 4,    /**< resume even when the config differs from the stored one */
+    TUNE_RESUME_ERRORED = 1, /**< ERROR trials get another max_failures + 1 attempts, from
+                                  their last checkpoint when the objective saved one (Ray's
+                                  resume_errored; with no checkpoint this is restart_errored) */
+    TUNE_RESUME_FORCE = 4,   /**< resume even when the config differs from the stored one */
 };
 
 /**
@@ -529,23 +641,29 @@ enum tune_resume_flags {
  */
 TUNE_API tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
                                        tune_error *err);
-/** Sets TUNE_RESUME_* flags for a run into an existing experiment folder. @return TUNE_OK, TUNE_EINVAL. */
-TUNE_API tune_status tune_study_set_resume_flags(tune_study *study, unsigned flags);
+/**
+ * Sets TUNE_RESUME_* flags for a run into an existing experiment folder.
+ * Not after tune_study_run(), nor on a study from tune_study_open().
+ * @return TUNE_OK, TUNE_EINVAL (unknown flags, or too late).
+ */
+TUNE_API tune_status tune_study_set_resume_flags(tune_study *study, unsigned flags,
+                                                 tune_error *err);
 
 /** Frees a study and closes its store (NULL is fine). Not while tune_study_run() runs. */
 TUNE_API void tune_study_free(tune_study *study);
 
 /**
- * Sets the objective, replacing the config's trainer. Not while running.
- * @return TUNE_OK, TUNE_EINVAL.
+ * Sets the objective, replacing the config's trainer. Not while running, nor
+ * on a study from tune_study_open(). @return TUNE_OK, TUNE_EINVAL.
  */
 TUNE_API tune_status tune_study_set_objective(tune_study *study, tune_objective_fn fn,
-                                              void *user_data);
+                                              void *user_data, tune_error *err);
 /**
  * Overrides the config's storage: an experiment folder, or ":memory:" for no
- * files at all. Not while running. @return TUNE_OK, TUNE_EINVAL, TUNE_ENOMEM.
+ * files at all. Not after tune_study_run(), nor on a study from
+ * tune_study_open(). @return TUNE_OK, TUNE_EINVAL, TUNE_ENOMEM.
  */
-TUNE_API tune_status tune_study_set_storage(tune_study *study, const char *dir);
+TUNE_API tune_status tune_study_set_storage(tune_study *study, const char *dir, tune_error *err);
 /** The experiment folder, or ":memory:". Borrowed; valid until the study is freed or the storage changes. */
 TUNE_API const char *tune_study_storage(const tune_study *study);
 /** The study's name. Borrowed; valid until the study is freed. */
@@ -583,11 +701,116 @@ TUNE_API tune_status tune_study_progress_text(tune_study *study, int max_rows, c
                                               tune_error *err);
 /**
  * The best trial by the last reported value of the main metric (Ray's
- * scope="last"; trials that ended in ERROR are left out), as `{"trial_id": 3, "status": "TERMINATED", "config": {...},
- * "<metric>": 0.91, "training_iteration": 20}`. Caller frees with tune_free().
+ * scope="last"; trials that ended in ERROR are left out), as
+ * `{"trial_id": 3, "status": "TERMINATED", "config": {...}, "<metric>": 0.91,
+ * "training_iteration": 20, "time_total_s": 1.234}`. Caller frees with tune_free().
+ * tune_study_best() gives the same trial as typed values.
  * @return TUNE_OK, TUNE_ENOTFOUND (no trial reported the metric), TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_best_json(tune_study *study, char **ret_json, tune_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The best trial as typed values                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ *     tune_result *best;
+ *     double lr, acc;
+ *     if (tune_study_best(study, &best, &err) == TUNE_OK) {
+ *         tune_result_get_double(best, "lr", &lr, NULL);
+ *         tune_result_get_metric(best, "val_accuracy", &acc, NULL);
+ *         printf("trial %lld: lr=%g val_accuracy=%g\n",
+ *                (long long)tune_result_trial_id(best), lr, acc);
+ *         tune_result_free(best);
+ *     }
+ */
+
+/**
+ * A copy of one trial's outcome: id, status, parameters and last metrics. It
+ * does not change while the study runs on and stays valid after the study is
+ * freed. Read-only, so any number of threads may read one result at once.
+ */
+typedef struct tune_result tune_result;
+
+/** The type of a parameter's value. Append-only. */
+typedef enum tune_param_type {
+    TUNE_PARAM_DOUBLE = 0, /**< a float: tune_result_get_double() */
+    TUNE_PARAM_INT = 1,    /**< an integer: tune_result_get_int() (or _double) */
+    TUNE_PARAM_STRING = 2, /**< tune_result_get_string() */
+    TUNE_PARAM_BOOL = 3,   /**< tune_result_get_bool() (or _int, _double) */
+    TUNE_PARAM_TYPE_COUNT
+} tune_param_type;
+
+/**
+ * The best trial, the one tune_study_best_json() describes: the best last
+ * value of the main metric (Ray's scope="last"), trials that ended in ERROR
+ * left out. Works while the study runs (the best so far), after
+ * tune_study_run(), and on a study from tune_study_open().
+ * @param ret_result receives the result; free it with tune_result_free()
+ * @return TUNE_OK, TUNE_ENOTFOUND (no trial reported the metric), TUNE_EINVAL,
+ *         TUNE_ENOMEM. On failure *ret_result is untouched.
+ */
+TUNE_API tune_status tune_study_best(tune_study *study, tune_result **ret_result, tune_error *err);
+/** Frees a result and every string it handed out (NULL is fine). */
+TUNE_API void tune_result_free(tune_result *result);
+
+/** The trial's id; -1 for NULL. */
+TUNE_API int64_t tune_result_trial_id(const tune_result *result);
+/** The trial's status when the result was taken; TUNE_TRIAL_STATUS_COUNT for NULL. */
+TUNE_API tune_trial_status tune_result_status(const tune_result *result);
+/** Its last training_iteration (that of its last report); 0 for NULL. */
+TUNE_API int64_t tune_result_iteration(const tune_result *result);
+/** Its time_total_s: seconds its last attempt ran (pauses left out); NaN for NULL. */
+TUNE_API double tune_result_time_total_s(const tune_result *result);
+
+/** Number of parameters: the whole space, in its order. 0 for NULL. */
+TUNE_API size_t tune_result_param_count(const tune_result *result);
+/**
+ * The name of parameter i (0 <= i < count), flattened with '/' for nesting
+ * ("optimizer/lr") as in tune_space; NULL when i is out of range. Borrowed;
+ * valid until the result is freed.
+ */
+TUNE_API const char *tune_result_param_name(const tune_result *result, size_t i);
+/** The type of parameter i's value; TUNE_PARAM_TYPE_COUNT when i is out of range. */
+TUNE_API tune_param_type tune_result_param_type(const tune_result *result, size_t i);
+/**
+ * Reads a parameter as a double (integers and booleans convert), as
+ * tune_trial_get_double() does. @return TUNE_OK, TUNE_ENOTFOUND (no such
+ * name), TUNE_ETYPE (a string), TUNE_EINVAL. On failure *ret_value is untouched.
+ */
+TUNE_API tune_status tune_result_get_double(const tune_result *result, const char *name,
+                                            double *ret_value, tune_error *err);
+/**
+ * Reads a parameter as an integer (booleans and integral floats convert).
+ * @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_result_get_int(const tune_result *result, const char *name,
+                                         int64_t *ret_value, tune_error *err);
+/**
+ * Reads a string parameter. The string is borrowed; valid until the result is
+ * freed. @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_result_get_string(const tune_result *result, const char *name,
+                                            const char **ret_value, tune_error *err);
+/** Reads a boolean parameter (0 or 1). @return TUNE_OK, TUNE_ENOTFOUND, TUNE_ETYPE, TUNE_EINVAL. */
+TUNE_API tune_status tune_result_get_bool(const tune_result *result, const char *name,
+                                          int *ret_value, tune_error *err);
+
+/**
+ * Number of metrics the trial reported (the main one among them), in no
+ * particular order; training_iteration and time_total_s have getters of
+ * their own. A metric whose last value was NaN counts as not reported.
+ * 0 for NULL.
+ */
+TUNE_API size_t tune_result_metric_count(const tune_result *result);
+/** The name of metric i; NULL when i is out of range. Borrowed; valid until the result is freed. */
+TUNE_API const char *tune_result_metric_name(const tune_result *result, size_t i);
+/**
+ * The last reported value of metric `name`.
+ * @return TUNE_OK, TUNE_ENOTFOUND (the trial never reported it), TUNE_EINVAL.
+ */
+TUNE_API tune_status tune_result_get_metric(const tune_result *result, const char *name,
+                                            double *ret_value, tune_error *err);
 
 /** Which CSV tune_study_export_csv() writes. */
 typedef enum tune_csv_kind {

@@ -30,7 +30,9 @@ struct settings {
     atomic_long trials; /* objectives run on several threads at once */
 };
 
-/* The number after "key": in flat JSON text, or fallback (a real plugin would use a JSON library).
+/*
+ * The number after "key": in flat JSON text, or fallback (a real plugin would
+ * use a JSON library).
  */
 static double json_number(const char *json, const char *key, double fallback)
 {
@@ -74,7 +76,8 @@ tune_status objective_init(const char *data_json, void **ret_user_data, tune_err
     s->iterations = (int)json_number(data_json, "iterations", 20);
     json_string(data_json, "summary", s->summary, sizeof s->summary);
     if (!(s->target_lr > 0) || s->iterations < 1) {
-        snprintf(err->text, sizeof err->text, "data: target_lr must be > 0 and iterations >= 1");
+        snprintf(err->text, sizeof err->text,
+                 "data: target_lr must be > 0 and iterations >= 1");
         free(s);
         return TUNE_ECONFIG;
     }
@@ -96,7 +99,7 @@ tune_status objective(tune_trial *trial, void *user_data)
         const char *names[2] = {"val_accuracy", "train_loss"};
         double acc = best * (1.0 - 0.8 * exp(-speed * it));
         double values[2] = {acc, 1.0 - acc};
-        tune_status st = tune_trial_report(trial, 2, names, values);
+        tune_status st = tune_trial_report(trial, 2, names, values, NULL);
         if (st == TUNE_ESTOP)
             return TUNE_OK; /* the scheduler stopped this trial */
         if (st != TUNE_OK)

@@ -21,10 +21,10 @@ ls "$libdir"/libtune.so* "$libdir"/libtune.a >/dev/null
 export PKG_CONFIG_PATH=$(dirname "$pc")
 flags=$(pkg-config --define-variable=prefix="$root" --cflags --libs tune)
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/quickstart.c" $flags -lm -o "$dest/quickstart"
-LD_LIBRARY_PATH="$libdir" "$dest/quickstart" | grep -q '"trial_id"'
+LD_LIBRARY_PATH="$libdir" "$dest/quickstart" | grep -q '^best trial '
 # The static library links too (with the dependencies tune.pc lists as private).
 cc -std=c11 "$src/examples/quickstart.c" -I"$root/include" "$libdir/libtune.a" \
     $(pkg-config --define-variable=prefix="$root" --libs --static tune) -lm -o "$dest/quickstart_static"
-"$dest/quickstart_static" | grep -q '"trial_id"'
+"$dest/quickstart_static" | grep -q '^best trial '
 "$root/bin/tune" --version | grep -q '^tune '
 echo "install ok: $root"

@@ -158,13 +158,11 @@ static int run_study(tune_study *study, int quiet)
     return code;
 }
 
-/* Parses --resume-errored, --restart-errored and --force into flags; 1 if argv[i] was one. */
+/* Parses --resume-errored and --force into flags; 1 if argv[i] was one. */
 static int resume_flag(const char *arg, unsigned *flags)
 {
     if (strcmp(arg, "--resume-errored") == 0)
         *flags |= TUNE_RESUME_ERRORED;
-    else if (strcmp(arg, "--restart-errored") == 0)
-        *flags |= TUNE_RESTART_ERRORED;
     else if (strcmp(arg, "--force") == 0)
         *flags |= TUNE_RESUME_FORCE;
     else
@@ -175,8 +173,8 @@ static int resume_flag(const char *arg, unsigned *flags)
 static const char resume_help[] =
     "If DIR already holds this experiment, the sweep continues: finished trials are\n"
     "kept, interrupted ones run again, the rest are drawn from the same sequence.\n"
-    "  --resume-errored    give ERROR trials another max_failures + 1 attempts\n"
-    "  --restart-errored   the same, starting them over\n"
+    "  --resume-errored    give ERROR trials another max_failures + 1 attempts, from\n"
+    "                      their last checkpoint if they saved one, else from the start\n"
     "  --force             continue even if the config differs from the stored one\n"
     "Under mpirun (or srun), rank 0 runs the sweep and the other ranks run trials:\n"
     "  --trials-per-rank N trials at once on each worker rank (default 1)\n";
@@ -214,7 +212,7 @@ int cli_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume-errored] "
-                   "[--restart-errored] [--force] [--trials-per-rank N]\n"
+                   "[--force] [--trials-per-rank N]\n"
                    "Runs the sweep; results go to DIR (default: the config's storage, or\n"
                    "tune_results/<name>): experiment.db, results.csv, progress.csv.\n%s",
                    resume_help);
@@ -252,11 +250,15 @@ int cli_run(int argc, char **argv)
         cli_print_error(&err);
         return cli_exit_code(st);
     }
-    if ((storage && tune_study_set_storage(study, storage) != TUNE_OK) ||
-        tune_study_set_resume_flags(study, flags) != TUNE_OK) {
-        fprintf(stderr, "tune run: invalid --storage\n");
+    if (storage && tune_study_set_storage(study, storage, &err) != TUNE_OK) {
+        fprintf(stderr, "tune run: invalid --storage '%s'\n", storage);
         tune_study_free(study);
         return CLI_USAGE;
+    }
+    if (tune_study_set_resume_flags(study, flags, &err) != TUNE_OK) {
+        cli_print_error(&err);
+        tune_study_free(study);
+        return cli_exit_code(err.code);
     }
     return run_or_serve(study, quiet, per_rank);
 }
@@ -268,7 +270,7 @@ int cli_resume(int argc, char **argv)
     unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            printf("usage: tune resume DIR [--quiet] [--resume-errored] [--restart-errored]\n"
+            printf("usage: tune resume DIR [--quiet] [--resume-errored] [--force]\n"
                    "Continues the experiment in DIR with the config stored there.\n%s",
                    resume_help);
             return CLI_OK;
