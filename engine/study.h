@@ -167,8 +167,10 @@ int64_t tunep_study_best_trial(const struct tune_study *s);
 void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tune_trial_status st);
 /* Frees a trial record, and its string values when it owns them. */
 void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
-/* Continues the experiment stored at db (resume.c). Scheduler created, lock not needed. */
-tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err);
+/* Continues the experiment whose store s->store is open, with its experiment row (resume.c).
+ * Scheduler created, lock not needed. */
+tune_status tunep_study_resume_store(struct tune_study *s,
+                                     const struct tunep_store_experiment_row *row, tune_error *err);
 /* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */
 tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err);
 

@@ -631,20 +631,14 @@ tune_status tune_report_html(const char *experiment_dir, const char *out_path, t
 {
     if (!experiment_dir)
         return tunep_error_set(err, TUNE_EINVAL, "report: experiment_dir must not be NULL");
-    char *db = tunep_asprintf("%s/experiment.db", experiment_dir);
     char *def = out_path ? NULL : tunep_asprintf("%s/report.html", experiment_dir);
     tune_status rs = TUNE_OK;
     struct tunep_store *st = NULL;
-    if (!db || (!out_path && !def)) {
+    if (!out_path && !def)
         rs = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    } else if (access(db, F_OK) != 0) {
-        rs = tunep_error_set_at(err, TUNE_ENOTFOUND, experiment_dir, 0, 0,
-                                "no experiment here (experiment.db is missing)");
-    } else if (!(rs = tunep_store_open(db, 1, &st, err))) {
+    else if (!(rs = tunep_store_open_experiment(experiment_dir, 1, &st, NULL, err)))
         rs = tunep_report_html(st, experiment_dir, out_path ? out_path : def, err);
-    }
     tunep_store_close(st);
-    tunep_free(db);
     tunep_free(def);
     return rs;
 }
