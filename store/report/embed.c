@@ -32,8 +32,8 @@ static int embed(FILE *out, const char *name, const char *path)
     unsigned long n = 0;
     while ((c = getc(in)) != EOF) {
         if (prev == '<' && c == '/') {
-            fprintf(stderr, "%s:%ld: \"</\" would end the inline element; write \"<\\/\"\n",
-                    path, line);
+            fprintf(stderr, "%s:%ld: \"</\" would end the inline element; write \"<\\/\"\n", path,
+                    line);
             fclose(in);
             return 1;
         }
