@@ -174,10 +174,8 @@ tune_status tunep_study_resume_store(struct tune_study *s,
 /* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */
 tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err);
 
-/* Checkpoints (checkpoint.c), lock held: the path of a trial's checkpoint
- * file (NULL for in-memory studies or on OOM; free with tunep_free), a copy of
- * the donor's checkpoint for a PBT restart, and forgetting a trial's. */
-char *tunep_checkpoint_path(const struct tune_study *s, int64_t trial_id);
+/* Checkpoints (checkpoint.c), lock held: a copy of the donor's checkpoint for
+ * a PBT restart, and forgetting a trial's. */
 tune_status tunep_checkpoint_copy(struct tune_study *s, struct tunep_trial_rec *dst,
                                   const struct tunep_trial_rec *src, tune_error *err);
 void tunep_checkpoint_forget(struct tunep_trial_rec *r);

@@ -27,21 +27,20 @@
  * can end the script element ("</script>" in a parameter stays data), and the
  * script builds markup only through tag() and esc(), which escape everything.
  *
- * The library never prints: failures are tune_status with the output path as
- * err->source. The page is written to "<path>.tmp" and renamed into place, so
+ * The library never prints: failures are tune_status with the file as
+ * err->source. The page goes through the atomic writer (base/file_io.h), so
  * a crash leaves the previous report or the new one.
  */
 #include "store/report_html.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "base/file_io.h"
 #include "config/config.h"
 #include "schedulers/asha.h"
 /* report_css and report_js: store/report/report.css and report.js, embedded at build time. */
@@ -501,39 +500,6 @@ static void page(struct tunep_buf *b, const struct report *r,
     tunep_buf_puts(b, "</script>\n</body>\n</html>\n");
 }
 
-/* Writes text to path through "<path>.tmp", fsync and rename. */
-static tune_status write_file(const char *path, const char *text, size_t len, tune_error *err)
-{
-    char *tmp = tunep_asprintf("%s.tmp", path);
-    if (!tmp)
-        return tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
-    tune_status rs = TUNE_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        rs = tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "report: cannot create '%s': %s", tmp,
-                                strerror(errno));
-        goto out;
-    }
-    int bad = fwrite(text, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int saved = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        rs = tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "report: cannot write '%s': %s", tmp,
-                                strerror(saved));
-    } else if (rename(tmp, path) != 0) {
-        rs = tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "report: cannot rename '%s' to '%s': %s",
-                                tmp, path, strerror(errno));
-        unlink(tmp);
-    }
-out:
-    tunep_free(tmp);
-    return rs;
-}
-
 tune_status tunep_report_html(struct tunep_store *st, const char *dir, const char *path,
                               tune_error *err)
 {
@@ -611,7 +577,7 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
         rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
         goto out;
     }
-    rs = write_file(path, out.data, out.len, err);
+    rs = tunep_write_file_atomic(path, out.data, out.len, err);
 out:
     /* The passes' callbacks return TUNE_ENOMEM without a message. */
     if (rs == TUNE_ENOMEM)
