@@ -5,7 +5,7 @@
  * time, scheduler) is HTML written here, readable without scripts. What is
  * plotted travels as one JSON document in a <script type="application/json">
  * element, which the inline script (store/report/report.js, with its style
- * in report.css; both pasted in at build time by store/report/embed.c) draws
+ * in report.css; both pasted in at build time by scripts/embed.c) draws
  * as SVG: the learning curve of every trial with ASHA's rung milestones, each
  * parameter against the final metric (log axes for log domains), parallel
  * coordinates, and a sortable table of trials. Nothing is fetched (no
