@@ -96,10 +96,6 @@ enum tunep_rng_purpose {
 uint64_t tunep_splitmix64(uint64_t x);
 uint64_t tunep_trial_seed(uint64_t study_seed, int64_t trial_id, enum tunep_rng_purpose purpose);
 
-/* Reads a whole file of any size into memory (checkpoint.c). Caller frees with tunep_free. */
-tune_status tunep_read_file_bytes(const char *path, char **ret_data, size_t *ret_size,
-                                  tune_error *err);
-
 /* ---- positions in a JSON text (json_pos.c) ------------------------------ */
 
 /*

@@ -20,48 +20,20 @@
 
 #include "tune_config.h"
 #include "config/study_options.h"
+#include "base/file_io.h"
 #include "config/config_scheduler.h"
 #include "config/config_search.h"
 #include "config/config_space.h"
 #include "config/config_options.h"
 
-tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err)
+tune_status tunep_config_read_file(const char *path, char **ret_text, size_t *ret_len,
+                                   tune_error *err)
 {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
         return tunep_error_set_at(err, TUNE_ECONFIG, path, 0, 0,
                                   "is a folder (expected a JSON config file)");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tunep_error_set_at(err, errno == ENOENT ? TUNE_ENOTFOUND : TUNE_EIO, path, 0, 0,
-                                  "cannot open: %s", strerror(errno));
-    struct tunep_buf b;
-    tunep_buf_init(&b);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (b.len + n > TUNEP_MAX_CONFIG_BYTES) {
-            fclose(f);
-            tunep_buf_done(&b);
-            return tunep_error_set_at(err, TUNE_ECONFIG, path, 0, 0,
-                                      "file is larger than the limit of %u bytes",
-                                      TUNEP_MAX_CONFIG_BYTES);
-        }
-        tunep_buf_append(&b, chunk, n);
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        tunep_buf_done(&b);
-        return tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "read error");
-    }
-    size_t len = b.len;
-    char *text = tunep_buf_take(&b);
-    if (!text)
-        return tunep_error_set(err, TUNE_ENOMEM, "out of memory reading '%s'", path);
-    *ret_text = text;
-    *ret_len = len;
-    return TUNE_OK;
+    return tunep_read_file(path, TUNEP_MAX_CONFIG_BYTES, ret_text, ret_len, err);
 }
 
 tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,

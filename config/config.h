@@ -103,8 +103,10 @@ tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tune
 /* "random", "grid", "tpe", .... Static strings. */
 const char *tunep_search_algo_name(enum tunep_search_algo a);
 
-/* Reads a whole file (limit TUNEP_MAX_CONFIG_BYTES) into a NUL-terminated buffer. */
-tune_status tunep_read_file(const char *path, char **ret_text, size_t *ret_len, tune_error *err);
+/* Reads a config file (limit TUNEP_MAX_CONFIG_BYTES) into a NUL-terminated buffer; a folder
+ * is TUNE_ECONFIG. Caller frees with tunep_free. */
+tune_status tunep_config_read_file(const char *path, char **ret_text, size_t *ret_len,
+                                   tune_error *err);
 
 /*
  * The JSON object of a trial's configuration, nested back along the '/' of

@@ -251,24 +251,12 @@ tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error 
 {
     if (!dir || !ret_study)
         return tunep_error_set(err, TUNE_EINVAL, "dir and ret_study must not be NULL");
-    char *db = tunep_asprintf("%s/experiment.db", dir);
-    if (!db)
-        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    if (access(db, F_OK) != 0) {
-        tunep_free(db);
-        return tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
-                                  "no experiment here (experiment.db is missing)");
-    }
     struct tunep_store *store = NULL;
     struct tunep_store_experiment_row row = {0};
     struct tune_study *s = NULL;
-    tune_status st = tunep_store_open(db, 1, &store, err);
-    tunep_free(db);
+    tune_status st = tunep_store_open_experiment(dir, 1, &store, &row, err);
     if (st)
         return st;
-    st = tunep_store_read_experiment(store, &row, err);
-    if (st)
-        goto fail;
     s = tunep_calloc(1, sizeof *s);
     if (!s || pthread_mutex_init(&s->lock, NULL)) {
         tunep_free(s);

@@ -274,17 +274,13 @@ static tune_status push_retry(struct tune_study *s, int64_t id)
     return TUNE_OK;
 }
 
-tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err)
+tune_status tunep_study_resume_store(struct tune_study *s,
+                                     const struct tunep_store_experiment_row *row, tune_error *err)
 {
     struct events ev = {s, NULL, 0, 0}; /* stored reports, for the searcher */
     size_t cursor = 0;
-    tune_status st = tunep_store_open(db, 0, &s->store, err);
-    if (st)
-        return st;
-    struct tunep_store_experiment_row row = {0};
-    if ((st = tunep_store_read_experiment(s->store, &row, err)))
-        goto out;
-    if (!(s->resume_flags & TUNE_RESUME_FORCE) && strcmp(row.config_json, s->cfg.json) != 0) {
+    tune_status st = TUNE_OK;
+    if (!(s->resume_flags & TUNE_RESUME_FORCE) && strcmp(row->config_json, s->cfg.json) != 0) {
         st = tunep_error_set_at(err, TUNE_ECONFIG, s->cfg.storage, 0, 0,
                                 "holds an experiment with another config (use --force to resume "
                                 "it with this one, or choose another --storage)");
@@ -302,7 +298,7 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
         goto out;
     }
     /* The sequence continues from the stored seed (drawn from the clock when the config has none). */
-    s->cfg.seed = row.seed;
+    s->cfg.seed = row->seed;
 
     struct load ld = {s, s->resume_flags, err};
     if ((st = tunep_store_foreach_trial(s->store, load_trial, &ld, err))) {
@@ -378,6 +374,5 @@ tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_
                   s->cfg.storage, (long long)s->n_trials, (long long)s->n_retry);
 out:
     tunep_free(ev.v);
-    tunep_store_experiment_done(&row);
     return st;
 }

@@ -314,21 +314,14 @@ tune_status tunep_study_resume(const char *dir, unsigned flags,
 {
     if (!dir || !ret_study)
         return tunep_error_set(err, TUNE_EINVAL, "dir and ret_study must not be NULL");
-    char *db = tunep_asprintf("%s/experiment.db", dir);
-    if (!db)
-        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    if (access(db, F_OK) != 0) {
-        tunep_free(db);
-        return tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
-                                  "no experiment here (experiment.db is missing)");
-    }
     struct tunep_store *store = NULL;
     struct tunep_store_experiment_row row = {0};
     tune_study *s = NULL;
-    tune_status st = tunep_store_open(db, 1, &store, err);
-    if (!st)
-        st = tunep_store_read_experiment(store, &row, err);
+    char *db = NULL; /* the stored config's name in messages */
+    tune_status st = tunep_store_open_experiment(dir, 1, &store, &row, err);
     tunep_store_close(store);
+    if (!st && !(db = tunep_store_file(dir)))
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     if (!st)
         st = tunep_study_new_from_config(row.config_json, strlen(row.config_json), db, NULL, NULL,
                                          trainers, &s, err);
@@ -426,20 +419,19 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
     tune_status st = make_dirs(s->cfg.storage, err);
     if (st)
         return st;
-    char *db = tunep_asprintf("%s/experiment.db", s->cfg.storage);
+    struct tunep_store_experiment_row row = {0};
+    st = tunep_store_open_experiment(s->cfg.storage, 0, &s->store, &row, err);
+    if (st != TUNE_ENOTFOUND) {
+        /* The folder holds this experiment already: continue it (resume.c). */
+        if (!st)
+            st = tunep_study_resume_store(s, &row, err);
+        tunep_store_experiment_done(&row);
+        return st;
+    }
+    /* No experiment here yet: no experiment.db, or one of a run killed while creating it. */
+    char *db = tunep_store_file(s->cfg.storage);
     if (!db)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    if (access(db, F_OK) == 0) {
-        /* The folder holds this experiment already: continue it (resume.c). */
-        st = tunep_study_resume_store(s, db, err);
-        if (st != TUNE_ENOTFOUND) {
-            tunep_free(db);
-            return st;
-        }
-        /* An experiment.db without an experiment: a run killed while creating it. */
-        tunep_store_close(s->store);
-        s->store = NULL;
-    }
     struct tunep_store_experiment exp = {
         .name = s->cfg.name,
         .config_json = s->cfg.json,

@@ -187,15 +187,15 @@ tune_status tunep_study_resume(const char *dir, unsigned flags,
 tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, int local_rank,
                                         tune_error *err);
 
-/* Continues the experiment stored at db (resume.c). Scheduler created, lock not needed. */
-tune_status tunep_study_resume_store(struct tune_study *s, const char *db, tune_error *err);
+/* Continues the experiment whose store s->store is open, with its experiment row (resume.c).
+ * Scheduler created, lock not needed. */
+tune_status tunep_study_resume_store(struct tune_study *s,
+                                     const struct tunep_store_experiment_row *row, tune_error *err);
 /* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */
 tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err);
 
-/* Checkpoints (checkpoint.c), lock held: the path of a trial's checkpoint
- * file (NULL for in-memory studies or on OOM; free with tunep_free), a copy of
- * the donor's checkpoint for a PBT restart, and forgetting a trial's. */
-char *tunep_checkpoint_path(const struct tune_study *s, int64_t trial_id);
+/* Checkpoints (checkpoint.c), lock held: a copy of the donor's checkpoint for
+ * a PBT restart, and forgetting a trial's. */
 tune_status tunep_checkpoint_copy(struct tune_study *s, struct tunep_trial_rec *dst,
                                   const struct tunep_trial_rec *src, tune_error *err);
 void tunep_checkpoint_forget(struct tunep_trial_rec *r);

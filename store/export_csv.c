@@ -14,17 +14,17 @@
  * snapshot (tunep_store_read_begin), so a run writing meanwhile cannot make
  * them disagree. Rows are streamed, never held in memory all at once.
  *
- * The file is written to "<path>.tmp", flushed, fsync'ed and renamed over
- * path: a crash leaves either the old file or the complete new one.
+ * The file is written through the atomic writer (base/file_io.h): a crash
+ * leaves either the old file or the complete new one.
  */
 #include "store/store.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "base/file_io.h"
 
 void tunep_csv_field(struct tunep_buf *b, const char *s)
 {
@@ -156,13 +156,15 @@ static int columns_add(struct columns *c, const char *name)
 
 struct csv_out {
     const char *path;
-    char *tmp_path;
-    FILE *f;
-    struct tunep_buf row; /* the record being built, reused */
+    struct tunep_atomic_file file;
+    struct tunep_buf row; /* the records built and not written yet */
     struct columns cols;
     double *cells; /* one per metric column, for the current row */
     tune_error *err;
 };
+
+/* Records are written in blocks of about this many bytes. */
+#define CSV_BLOCK 65536
 
 static tune_status out_open(struct csv_out *o, const char *path, tune_error *err)
 {
@@ -170,60 +172,39 @@ static tune_status out_open(struct csv_out *o, const char *path, tune_error *err
     tunep_buf_init(&o->row);
     o->path = path;
     o->err = err;
-    o->tmp_path = tunep_asprintf("%s.tmp", path);
-    if (!o->tmp_path)
-        return tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
-    o->f = fopen(o->tmp_path, "wb");
-    if (!o->f)
-        return tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "export: cannot create '%s': %s",
-                                  o->tmp_path, strerror(errno));
-    return TUNE_OK;
+    return tunep_atomic_open(&o->file, path, err);
 }
 
-/* Ends the row being built with CRLF and writes it. */
-static tune_status out_row(struct csv_out *o)
+/* Writes what the buffer holds. */
+static tune_status out_flush(struct csv_out *o)
 {
-    tunep_buf_append(&o->row, "\r\n", 2);
     if (o->row.oom) {
         tunep_buf_done(&o->row);
         return tunep_error_set_at(o->err, TUNE_ENOMEM, o->path, 0, 0, "out of memory");
     }
-    if (fwrite(o->row.data, 1, o->row.len, o->f) != o->row.len)
-        return tunep_error_set_at(o->err, TUNE_EIO, o->path, 0, 0, "export: cannot write '%s': %s",
-                                  o->tmp_path, strerror(errno));
+    tune_status rs = tunep_atomic_write(&o->file, o->row.data, o->row.len, o->err);
     o->row.len = 0;
-    return TUNE_OK;
+    return rs;
 }
 
-/* Makes the file complete and durable, then puts it in place. */
+/* Ends the record being built with CRLF; writes the buffer once it holds a block. */
+static tune_status out_row(struct csv_out *o)
+{
+    tunep_buf_append(&o->row, "\r\n", 2);
+    return o->row.len >= CSV_BLOCK || o->row.oom ? out_flush(o) : TUNE_OK;
+}
+
+/* Writes the rest and puts the complete, durable file in place. */
 static tune_status out_finish(struct csv_out *o)
 {
-    FILE *f = o->f;
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int saved = errno;
-    o->f = NULL;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        saved = errno;
-    }
-    if (bad)
-        return tunep_error_set_at(o->err, TUNE_EIO, o->path, 0, 0, "export: cannot write '%s': %s",
-                                  o->tmp_path, strerror(saved));
-    if (rename(o->tmp_path, o->path) != 0)
-        return tunep_error_set_at(o->err, TUNE_EIO, o->path, 0, 0,
-                                  "export: cannot rename '%s' to '%s': %s", o->tmp_path, o->path,
-                                  strerror(errno));
-    return TUNE_OK;
+    tune_status rs = out_flush(o);
+    return rs ? rs : tunep_atomic_commit(&o->file, o->err);
 }
 
 /* Releases everything; a file left unfinished is removed. */
 static void out_done(struct csv_out *o)
 {
-    if (o->f) {
-        fclose(o->f);
-        unlink(o->tmp_path);
-    }
-    tunep_free(o->tmp_path);
+    tunep_atomic_abort(&o->file);
     tunep_buf_done(&o->row);
     columns_done(&o->cols);
     tunep_free(o->cells);

@@ -8,9 +8,9 @@
 
 /*
  * Writes the report of the experiment in st (opened read-only or not) to
- * path, through "<path>.tmp" and a rename; dir is the experiment folder as
- * the page names it. The store is read inside one snapshot.
- * @return TUNE_OK, TUNE_EINVAL, TUNE_ESTORE, TUNE_EIO (err->source is path), TUNE_ENOMEM.
+ * path, atomically (base/file_io.h); dir is the experiment folder as the
+ * page names it. The store is read inside one snapshot.
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_ESTORE, TUNE_EIO (err->source names the file), TUNE_ENOMEM.
  */
 tune_status tunep_report_html(struct tunep_store *st, const char *dir, const char *path,
                               tune_error *err);

@@ -913,6 +913,40 @@ fail:
     return rs;
 }
 
+char *tunep_store_file(const char *dir)
+{
+    return tunep_asprintf("%s/experiment.db", dir);
+}
+
+tune_status tunep_store_open_experiment(const char *dir, int readonly,
+                                        struct tunep_store **ret_store,
+                                        struct tunep_store_experiment_row *ret_row,
+                                        tune_error *err)
+{
+    if (!dir || !ret_store)
+        return tunep_error_set(err, TUNE_EINVAL, "store: open: missing argument");
+    char *db = tunep_store_file(dir);
+    if (!db)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    struct tunep_store *st = NULL;
+    tune_status rs;
+    /* Checked first: opening a missing file would be a SQLite error, not "no experiment". */
+    if (access(db, F_OK) != 0)
+        rs = tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
+                                "no experiment here (experiment.db is missing)");
+    else
+        rs = tunep_store_open(db, readonly, &st, err);
+    tunep_free(db);
+    if (!rs && ret_row)
+        rs = tunep_store_read_experiment(st, ret_row, err);
+    if (rs) {
+        tunep_store_close(st);
+        return rs;
+    }
+    *ret_store = st;
+    return TUNE_OK;
+}
+
 void tunep_store_close(struct tunep_store *st)
 {
     tune_error e;

@@ -42,6 +42,8 @@ tune_status tunep_store_create(const char *db_path, const struct tunep_store_exp
 /* Opens an existing experiment.db; TUNE_ENOTFOUND when there is none. */
 tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_store **ret,
                              tune_error *err);
+/* The store's file in the experiment folder dir, "<dir>/experiment.db"; NULL on OOM (tunep_free). */
+char *tunep_store_file(const char *dir);
 /* Commits what is pending and closes (NULL is fine). */
 void tunep_store_close(struct tunep_store *st);
 
@@ -89,6 +91,20 @@ struct tunep_store_experiment_row {
 tune_status tunep_store_read_experiment(struct tunep_store *st,
                                         struct tunep_store_experiment_row *ret, tune_error *err);
 void tunep_store_experiment_done(struct tunep_store_experiment_row *row);
+/*
+ * Opens the experiment in the folder dir (read-only or not) and, when ret_row
+ * is not NULL, reads its experiment row: what `tune status`, `tune report`,
+ * `tune resume` and a run continuing in its folder all start with.
+ * @return TUNE_OK; TUNE_ENOTFOUND when dir holds no experiment: no
+ *         experiment.db ("no experiment here (experiment.db is missing)",
+ *         source dir), or one without an experiment (a run killed while
+ *         creating it); TUNE_ESTORE, TUNE_ENOMEM. On failure nothing stays
+ *         open and the outputs are not written.
+ */
+tune_status tunep_store_open_experiment(const char *dir, int readonly,
+                                        struct tunep_store **ret_store,
+                                        struct tunep_store_experiment_row *ret_row,
+                                        tune_error *err);
 
 /* A trial as stored; everything borrowed for the duration of the callback. */
 struct tunep_stored_trial {

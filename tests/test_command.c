@@ -26,7 +26,7 @@
 #include "trainers/trainer.h"
 #include "tune.h"
 #include "base/base.h"
-#include "engine/trial_dir.h"
+#include "store/trial_dir.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

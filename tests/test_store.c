@@ -470,6 +470,47 @@ START_TEST(test_create_twice)
 }
 END_TEST
 
+/* The one open-the-experiment sequence: a folder without an experiment, with an
+ * empty experiment.db (a run killed while creating it), and with one. */
+START_TEST(test_open_experiment)
+{
+    tune_error err;
+    struct tunep_store *st = NULL;
+    struct tunep_store_experiment_row row = {0};
+    ck_assert_int_eq(tunep_store_open_experiment(tmpdir, 1, &st, &row, &err), TUNE_ENOTFOUND);
+    ck_assert_ptr_null(st);
+    ck_assert_ptr_null(row.name);
+    ck_assert_str_eq(err.source, tmpdir);
+    ck_assert_str_eq(err.text, "no experiment here (experiment.db is missing)");
+    ck_assert_int_eq(tunep_store_open_experiment(tmpdir, 0, &st, &row, &err), TUNE_ENOTFOUND);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* opening created nothing */
+
+    FILE *f = fopen(db_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_int_eq(tunep_store_open_experiment(tmpdir, 0, &st, &row, &err), TUNE_ENOTFOUND);
+    ck_assert_ptr_null(st);
+    ck_assert_str_eq(err.source, db_path);
+
+    tunep_store_close(create5());
+    OK(tunep_store_open_experiment(tmpdir, 1, &st, &row, E));
+    ck_assert_ptr_nonnull(st);
+    ck_assert_str_eq(row.name, exp1.name);
+    ck_assert_str_eq(row.config_json, exp1.config_json);
+    ck_assert_str_eq(row.mode, exp1.mode);
+    tunep_store_experiment_done(&row);
+    tunep_store_close(st);
+    st = NULL;
+    OK(tunep_store_open_experiment(tmpdir, 0, &st, NULL, E)); /* the row is optional */
+    ck_assert_int_eq(count_trials(st), 0);
+    tunep_store_close(st);
+
+    char *file = tunep_store_file(tmpdir);
+    ck_assert_str_eq(file, db_path);
+    tunep_free(file);
+}
+END_TEST
+
 START_TEST(test_open_missing)
 {
     tune_error err;
@@ -964,6 +1005,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_column_names);
     tcase_add_test(tc, test_create_twice);
     tcase_add_test(tc, test_open_missing);
+    tcase_add_test(tc, test_open_experiment);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_visibility);
     tcase_add_test(tc, test_crash);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/file_io.h"
 #include "models/bert/bert.h"
 #include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
@@ -408,7 +409,7 @@ static tune_status save_state(tune_trial *trial, const struct tunep_bert *m, int
     char *bytes = NULL;
     size_t size = 0;
     if (!(st = tunep_bert_state_save(m, path, meta, err)) &&
-        !(st = tunep_read_file_bytes(path, &bytes, &size, err)))
+        !(st = tunep_read_file(path, 0, &bytes, &size, err)))
         st = tune_trial_save_checkpoint(trial, bytes, size, err);
     tunep_free(bytes);
     unlink(path);

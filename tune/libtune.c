@@ -35,7 +35,7 @@ tune_status tune_study_new_from_file(const char *path, tune_study **ret_study, t
         return tunep_error_set(err, TUNE_EINVAL, "path and ret_study must not be NULL");
     char *text;
     size_t len;
-    tune_status st = tunep_read_file(path, &text, &len, err);
+    tune_status st = tunep_config_read_file(path, &text, &len, err);
     if (st)
         return st;
     st = tunep_study_new_from_config(text, len, path, NULL, NULL, tunep_trainer_types(), ret_study,

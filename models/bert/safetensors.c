@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/file_io.h"
 
 /* ---- dtypes and little-endian access ------------------------------------- */
 
@@ -858,39 +859,6 @@ static tune_status check_unique(const tunep_st_writer *w, tune_error *err)
     return st;
 }
 
-static tune_status write_all(int fd, const void *buf, size_t n, const char *path, tune_error *err)
-{
-    const unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "cannot write: %s",
-                                      k < 0 ? strerror(errno) : "no progress");
-        p += k;
-        n -= (size_t)k;
-    }
-    return TUNE_OK;
-}
-
-/* Best effort: makes the rename durable; file systems without directory
- * fsync (EINVAL) have nothing to flush. */
-static void fsync_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir =
-        slash ? tunep_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : tunep_strdup(".");
-    if (!dir)
-        return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    tunep_free(dir);
-}
-
 enum { CHUNK_FLOATS = 16384 };
 
 tune_status tunep_st_writer_write(tunep_st_writer *w, const char *path, tune_error *err)
@@ -904,19 +872,19 @@ tune_status tunep_st_writer_write(tunep_st_writer *w, const char *path, tune_err
     for (size_t i = 0; i < w->n; i++)
         largest = w->e[i].count > largest ? w->e[i].count : largest;
 
-    char *tmp = tunep_asprintf("%s.tmp", path);
+    struct tunep_atomic_file out = {0};
     char *header = build_header(w);
     float *vals = tunep_malloc(largest * sizeof *vals);
     unsigned char *bytes = tunep_malloc(CHUNK_FLOATS * 4);
-    int fd = -1;
-    if (!tmp || !header || !vals || !bytes) {
+    if (!header || !vals || !bytes) {
         st = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
         goto out;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st = tunep_error_set_at(err, errno == ENOENT ? TUNE_ENOTFOUND : TUNE_EIO, tmp, 0, 0,
-                                "cannot create: %s", strerror(errno));
+    if ((st = tunep_atomic_open(&out, path, err)) != TUNE_OK) {
+        /* A missing folder is "not found", as a missing file is for the reader. */
+        if (out.error == ENOENT)
+            st = tunep_error_set_at(err, TUNE_ENOTFOUND, path, 0, 0, "cannot create: %s",
+                                    strerror(ENOENT));
         goto out;
     }
 
@@ -925,9 +893,9 @@ tune_status tunep_st_writer_write(tunep_st_writer *w, const char *path, tune_err
     for (int b = 0; b < 8; b++)
         lenbuf[b] = (unsigned char)((uint64_t)padded >> (8 * b));
     static const char spaces[] = "       "; /* the padding is at most 7 bytes */
-    if ((st = write_all(fd, lenbuf, 8, tmp, err)) != TUNE_OK ||
-        (st = write_all(fd, header, hlen, tmp, err)) != TUNE_OK ||
-        (st = write_all(fd, spaces, padded - hlen, tmp, err)) != TUNE_OK)
+    if ((st = tunep_atomic_write(&out, lenbuf, 8, err)) != TUNE_OK ||
+        (st = tunep_atomic_write(&out, header, hlen, err)) != TUNE_OK ||
+        (st = tunep_atomic_write(&out, spaces, padded - hlen, err)) != TUNE_OK)
         goto out;
     for (size_t i = 0; i < w->n; i++) {
         const struct st_entry *e = &w->e[i];
@@ -948,33 +916,14 @@ tune_status tunep_st_writer_write(tunep_st_writer *w, const char *path, tune_err
                 for (int b = 0; b < 4; b++)
                     bytes[4 * j + (size_t)b] = (unsigned char)(u >> (8 * b));
             }
-            if ((st = write_all(fd, bytes, 4 * k, tmp, err)) != TUNE_OK)
+            if ((st = tunep_atomic_write(&out, bytes, 4 * k, err)) != TUNE_OK)
                 goto out;
         }
     }
-    if (fsync(fd) != 0) {
-        st = tunep_error_set_at(err, TUNE_EIO, tmp, 0, 0, "fsync failed: %s", strerror(errno));
-        goto out;
-    }
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0) {
-        st = tunep_error_set_at(err, TUNE_EIO, tmp, 0, 0, "close failed: %s", strerror(errno));
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        st = tunep_error_set_at(err, TUNE_EIO, path, 0, 0, "cannot rename '%s' to it: %s", tmp,
-                                strerror(errno));
-        goto out;
-    }
-    fsync_parent(path);
+    st = tunep_atomic_commit(&out, err);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (st != TUNE_OK && tmp)
-        unlink(tmp);
-    tunep_free(tmp);
-    free(header); /* jansson's allocation */
+    tunep_atomic_abort(&out); /* removes the temporary file unless committed */
+    free(header);             /* jansson's allocation */
     tunep_free(vals);
     tunep_free(bytes);
     return st;

@@ -7,7 +7,9 @@
 #      trials partly fail. The page must be well-formed (Python's html.parser
 #      with a balance check, and xmllint --html when installed), carry exactly
 #      the store's data (checked against results.csv, progress.csv and
-#      `tune best`), and let no stored string become markup.
+#      `tune best`), and let no stored string become markup. Its style and
+#      script are store/report/report.css and report.js byte for byte, and
+#      the build's embed tool refuses an asset holding "</".
 #   2. Headless Chromium (when installed) runs its script: every plot must be
 #      drawn with the expected number of marks, the rung milestones and the
 #      log axes must be there, and the page's title must not have been changed
@@ -307,6 +309,30 @@ cmp -s "$esc/report.html" "$tmp/again.html" || fail "the same store gave two dif
 cmp -s "$esc/report.html" "$tmp/again.html" || fail "tune report DIR did not write DIR/report.html"
 ok "tune report gives the same page again, by default into DIR/report.html"
 check "$esc"
+
+# The style and the script are store/report/report.css and report.js, byte for
+# byte, pasted in by the build's embed tool, which refuses a file that would end
+# its element early.
+if [ -n "$py" ]; then
+    "$py" - "$esc/report.html" "$2/store/report/report.css" "$2/store/report/report.js" <<'EOF' ||
+import sys
+page, css, js = (open(p, 'rb').read() for p in sys.argv[1:4])
+assert b'<style>\n' + css + b'</style>\n' in page, 'the <style> is not report.css'
+assert b'<script>\n' + js + b'</script>\n' in page, 'the <script> is not report.js'
+EOF
+        fail "the page does not inline store/report/report.css and report.js as they are"
+    ok "the page inlines store/report/report.css and report.js as they are"
+fi
+embed=$3/store/tune_embed
+if [ -x "$embed" ]; then
+    printf 'var a = 1;\nvar b = "</script>";\n' >"$tmp/bad.js"
+    "$embed" "$tmp/bad.h" "bad_js=$tmp/bad.js" 2>"$tmp/embed.err"
+    [ $? -eq 1 ] || fail "the embed tool took a script holding </script>"
+    grep -q "bad.js:2: \"</\" would end the inline element" "$tmp/embed.err" ||
+        fail "unexpected message: $(cat "$tmp/embed.err")"
+    [ ! -e "$tmp/bad.h" ] || fail "the embed tool left a header behind after refusing its input"
+    ok "the embed tool refuses an asset holding \"</\", at its line"
+fi
 
 if [ -n "$chrome" ]; then
     render --dump-dom "$esc/report.html" >"$tmp/esc.dom" || fail "chromium --dump-dom: $(tail -5 "$tmp/chrome.log")"
