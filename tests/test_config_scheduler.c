@@ -12,9 +12,20 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "schedulers/hyperband.h"
+#include "schedulers/median.h"
+#include "schedulers/pbt.h"
+#include "schedulers/asha.h"
 #include "schedulers/scheduler.h"
 #include "config/config.h"
 #include "config/config_scheduler.h"
+
+static const struct tunep_scheduler_type *find(const char *name)
+{
+    const struct tunep_scheduler_type *t = tunep_scheduler_find(name);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
 
 /* Parses the "scheduler" value of text alone (no param_space). */
 static tune_status parse(const char *text, struct tunep_scheduler_config *out, tune_error *err)
@@ -43,25 +54,29 @@ START_TEST(test_median_ok)
                            "\"min_time_slice\": 1.5, \"hard_stop\": false}}",
                            &c, &err),
                      TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_MEDIAN);
-    ck_assert_str_eq(c.median.time_attr, "epoch");
-    ck_assert_double_eq(c.median.grace_period, 0);
-    ck_assert_int_eq(c.median.min_samples_required, 2);
-    ck_assert_double_eq(c.median.min_time_slice, 1.5);
-    ck_assert_int_eq(c.median.hard_stop, 0);
+    ck_assert_ptr_eq(c.type, find("median_stopping"));
+    const struct tunep_median_config *md = c.cfg;
+    ck_assert_str_eq(md->time_attr, "epoch");
+    ck_assert_double_eq(md->grace_period, 0);
+    ck_assert_int_eq(md->min_samples_required, 2);
+    ck_assert_double_eq(md->min_time_slice, 1.5);
+    ck_assert_int_eq(md->hard_stop, 0);
+    tunep_scheduler_config_done(&c);
     /* Ray's class name, and Ray's defaults */
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"median_stopping_rule\"}}", &c, &err),
                      TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_MEDIAN);
-    ck_assert_str_eq(c.median.time_attr, "time_total_s");
-    ck_assert_double_eq(c.median.grace_period, 60);
-    ck_assert_int_eq(c.median.min_samples_required, 3);
-    ck_assert_double_eq(c.median.min_time_slice, 0);
-    ck_assert_int_eq(c.median.hard_stop, 1);
+    ck_assert_ptr_eq(c.type, find("median_stopping"));
+    md = c.cfg;
+    ck_assert_str_eq(md->time_attr, "time_total_s");
+    ck_assert_double_eq(md->grace_period, 60);
+    ck_assert_int_eq(md->min_samples_required, 3);
+    ck_assert_double_eq(md->min_time_slice, 0);
+    ck_assert_int_eq(md->hard_stop, 1);
     struct tunep_scheduler *s = NULL;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_OK);
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "time_total_s");
     tunep_scheduler_free(s);
+    tunep_scheduler_config_done(&c);
 }
 END_TEST
 
@@ -70,32 +85,40 @@ START_TEST(test_hyperband_and_promotion_ok)
     struct tunep_scheduler_config c;
     tune_error err;
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"hyperband\"}}", &c, &err), TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_HYPERBAND);
-    ck_assert_str_eq(c.hyperband.time_attr, "training_iteration");
-    ck_assert_double_eq(c.hyperband.max_t, 81);
-    ck_assert_double_eq(c.hyperband.reduction_factor, 3);
-    ck_assert_int_eq(c.hyperband.stop_last_trials, 1);
+    ck_assert_ptr_eq(c.type, find("hyperband"));
+    const struct tunep_hyperband_config *hb = c.cfg;
+    ck_assert_str_eq(hb->time_attr, "training_iteration");
+    ck_assert_double_eq(hb->max_t, 81);
+    ck_assert_double_eq(hb->reduction_factor, 3);
+    ck_assert_int_eq(hb->stop_last_trials, 1);
+    tunep_scheduler_config_done(&c);
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"hyperband\", \"time_attr\": \"step\", "
                            "\"max_t\": 27.5, \"reduction_factor\": 2, \"stop_last_trials\": "
                            "false}}",
                            &c, &err),
                      TUNE_OK);
-    ck_assert_str_eq(c.hyperband.time_attr, "step");
-    ck_assert_double_eq(c.hyperband.max_t, 27.5);
-    ck_assert_double_eq(c.hyperband.reduction_factor, 2);
-    ck_assert_int_eq(c.hyperband.stop_last_trials, 0);
+    hb = c.cfg;
+    ck_assert_str_eq(hb->time_attr, "step");
+    ck_assert_double_eq(hb->max_t, 27.5);
+    ck_assert_double_eq(hb->reduction_factor, 2);
+    ck_assert_int_eq(hb->stop_last_trials, 0);
+    tunep_scheduler_config_done(&c);
     ck_assert_int_eq(
         parse("{\"scheduler\": {\"type\": \"asha\", \"variant\": \"promotion\"}}", &c, &err),
         TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_ASHA);
-    ck_assert_int_eq(c.asha.promotion, 1);
+    ck_assert_ptr_eq(c.type, find("asha"));
+    ck_assert_int_eq(((const struct tunep_asha_config *)c.cfg)->promotion, 1);
+    tunep_scheduler_config_done(&c);
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"async_hyperband\", \"variant\": "
                            "\"stopping\"}}",
                            &c, &err),
                      TUNE_OK);
-    ck_assert_int_eq(c.asha.promotion, 0);
+    ck_assert_int_eq(((const struct tunep_asha_config *)c.cfg)->promotion, 0);
+    tunep_scheduler_config_done(&c);
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"asha\"}}", &c, &err), TUNE_OK);
-    ck_assert_int_eq(c.asha.promotion, 0); /* Ray's stopping variant by default */
+    /* Ray's stopping variant by default */
+    ck_assert_int_eq(((const struct tunep_asha_config *)c.cfg)->promotion, 0);
+    tunep_scheduler_config_done(&c);
 }
 END_TEST
 
@@ -112,16 +135,17 @@ START_TEST(test_pbt_ok)
         "\"model\": {\"act\": [\"relu\", \"gelu\", true, 1.5], \"drop\": {\"uniform\": [0, 0.5]}}, "
         "\"opt/beta\": {\"choice\": [0.9, 0.99]}}}}";
     ck_assert_int_eq(parse(text, &c, &err), TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_PBT);
-    ck_assert_str_eq(c.pbt.time_attr, "epoch");
-    ck_assert_double_eq(c.pbt.perturbation_interval, 4);
-    ck_assert_double_eq(c.pbt.burn_in_period, 2);
-    ck_assert_double_eq(c.pbt.quantile_fraction, 0.5);
-    ck_assert_double_eq(c.pbt.resample_probability, 0);
-    ck_assert_double_eq(c.pbt.perturbation_factors[0], 2);
-    ck_assert_double_eq(c.pbt.perturbation_factors[1], 0.5);
-    ck_assert_uint_eq(c.pbt.n_mutations, 5);
-    const struct tunep_pbt_mutation *m = c.pbt.mutations;
+    ck_assert_ptr_eq(c.type, find("population_based_training"));
+    const struct tunep_pbt_config *pc = c.cfg;
+    ck_assert_str_eq(pc->time_attr, "epoch");
+    ck_assert_double_eq(pc->perturbation_interval, 4);
+    ck_assert_double_eq(pc->burn_in_period, 2);
+    ck_assert_double_eq(pc->quantile_fraction, 0.5);
+    ck_assert_double_eq(pc->resample_probability, 0);
+    ck_assert_double_eq(pc->perturbation_factors[0], 2);
+    ck_assert_double_eq(pc->perturbation_factors[1], 0.5);
+    ck_assert_uint_eq(pc->mutations.n, 5);
+    const struct tunep_mutation *m = pc->mutations.v;
     ck_assert_str_eq(m[0].name, "lr");
     ck_assert_int_eq(m[0].is_list, 0);
     ck_assert_uint_eq(m[0].dist->n, 1);
@@ -162,7 +186,7 @@ START_TEST(test_pbt_ok)
     ck_assert_int_eq(path.depth, 1);
     static const size_t want[5] = {5, 4, 3, 1, 0};
     for (size_t i = 0; i < 5; i++)
-        ck_assert_uint_eq(c.pbt.mutations[i].param, want[i]);
+        ck_assert_uint_eq(pc->mutations.v[i].param, want[i]);
     /* and the scheduler accepts it */
     struct tunep_scheduler *s = NULL;
     ck_assert_int_eq(tunep_scheduler_new(&c, space, 1, &s, &err), TUNE_OK);
@@ -171,7 +195,8 @@ START_TEST(test_pbt_ok)
     json_decref(root);
     tune_space_free(space);
     tunep_scheduler_config_done(&c);
-    ck_assert_ptr_null(c.pbt.mutations);
+    ck_assert_ptr_null(c.cfg);
+    ck_assert_ptr_eq(c.type, find("fifo"));
     tunep_scheduler_config_done(&c); /* twice is fine */
 }
 END_TEST
@@ -347,11 +372,12 @@ START_TEST(test_full_ok)
     tune_error err;
     ck_assert_msg(tunep_config_parse(text, strlen(text), "x.json", NULL, &c, &err) == TUNE_OK, "%s",
                   err.text);
-    ck_assert_int_eq(c.scheduler.type, TUNEP_SCHED_PBT);
-    ck_assert_uint_eq(c.scheduler.pbt.n_mutations, 2);
-    ck_assert_str_eq(c.scheduler.pbt.mutations[0].name, "model/lr");
-    ck_assert_uint_eq(c.scheduler.pbt.mutations[0].param, 1);
-    ck_assert_uint_eq(c.scheduler.pbt.mutations[1].param, 0);
+    ck_assert_ptr_eq(c.scheduler.type, find("pbt"));
+    const struct tunep_pbt_config *pc = c.scheduler.cfg;
+    ck_assert_uint_eq(pc->mutations.n, 2);
+    ck_assert_str_eq(pc->mutations.v[0].name, "model/lr");
+    ck_assert_uint_eq(pc->mutations.v[0].param, 1);
+    ck_assert_uint_eq(pc->mutations.v[1].param, 0);
     tunep_config_done(&c);
 }
 END_TEST
@@ -375,7 +401,7 @@ START_TEST(test_alloc_failures)
         if (!tune_test_alloc_failed()) {
             ck_assert_int_eq(st, TUNE_OK);
             ck_assert_int_gt(failures, 20);
-            ck_assert_uint_eq(c.scheduler.pbt.n_mutations, 11);
+            ck_assert_uint_eq(((const struct tunep_pbt_config *)c.scheduler.cfg)->mutations.n, 11);
             tunep_config_done(&c);
             break;
         }
