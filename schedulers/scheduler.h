@@ -158,8 +158,9 @@ struct tunep_scheduler_type {
 /*
  * The registry of schedulers, process-wide like the allocator hooks: it
  * starts with the built-in rows (fifo, asha, median_stopping, hyperband,
- * pbt) and tunep_scheduler_register() adds one, before any study is made
- * and never concurrently with any other call. The row is borrowed for the
+ * pbt), which pass through the same checks, and tunep_scheduler_register()
+ * adds one, before any study is made and never concurrently with any other
+ * call. The row is borrowed for the
  * life of the process. TUNE_EINVAL when the row is incomplete (no name or
  * title, a create without free, options without config_size, 64 or more
  * options) or a name or alias is taken; TUNE_ENOMEM when the registry is

@@ -7,10 +7,10 @@
  * the document. (FIFO and Ray's ASHA are covered by test_asha.c.)
  *
  * The registry: a scheduler defined only in this file ("stop_below", one
- * option) is registered through the same call the built-ins' list stands
- * for, and then parses, reports its errors and makes its decisions in a
- * study run from a config string like any built-in: a scheduler is one file
- * and one row.
+ * option) is registered through the same function and checks as the
+ * built-ins, and then parses, reports its errors and makes its decisions in
+ * a study run from a config string like any built-in: a scheduler is one
+ * file and one row.
  */
 #include "check_util.h"
 
