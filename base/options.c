@@ -62,6 +62,17 @@ int tunep_options_default(const struct tunep_option *table, void *cfg)
                 if (tunep_options_default(o->sub, cfg))
                     return -1;
                 break;
+            case TUNEP_OPT_TUPLE:
+                if (tunep_options_default(o->sub, cfg))
+                    return -1;
+                break;
+            case TUNEP_OPT_REAL:
+            case TUNEP_OPT_REAL_GT: *(double *)f = o->def; break;
+            case TUNEP_OPT_WHOLE: *(int *)f = (int)o->def; break;
+            case TUNEP_OPT_NAME:
+                snprintf((char *)f, (size_t)o->hi, "%s", o->def_text ? o->def_text : "");
+                break;
+            case TUNEP_OPT_MUTATIONS: memset(f, 0, sizeof(struct tunep_mutations)); break;
             case TUNEP_OPT_TYPE_COUNT: break;
         }
     }
@@ -100,6 +111,14 @@ void tunep_options_done(const struct tunep_option *table, void *cfg)
                 break;
             }
             case TUNEP_OPT_OBJECT: tunep_options_done(o->sub, cfg); break;
+            case TUNEP_OPT_TUPLE: tunep_options_done(o->sub, cfg); break;
+            case TUNEP_OPT_MUTATIONS: {
+                struct tunep_mutations *m = f;
+                if (m->free)
+                    m->free(m->v, m->n);
+                memset(m, 0, sizeof *m);
+                break;
+            }
             default: break;
         }
     }

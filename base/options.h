@@ -30,6 +30,21 @@ enum tunep_opt_type {
     TUNEP_OPT_ENV,      /* struct tunep_strmap: an object of strings keyed by variable names */
     TUNEP_OPT_JSON,     /* char *, owned: any JSON value, as compact text */
     TUNEP_OPT_OBJECT,   /* a nested object, read with its own table (sub) into the same struct */
+    TUNEP_OPT_REAL,     /* double: a finite number in [lo, hi] (hi HUGE_VAL: no upper bound), the
+                         * rule said in words: "must be >= 0", "must be between 0 and 0.5" */
+    TUNEP_OPT_REAL_GT,  /* double: as REAL, but lo itself is refused: "must be > 0" */
+    TUNEP_OPT_WHOLE,    /* int: a number without a fraction (2.0 is 2) in [lo, hi]: "expected an
+                         * integer", "must be >= 1", "must be at most 64" */
+    TUNEP_OPT_NAME,     /* char[hi] inside the struct: a non-empty string without NUL bytes,
+                         * shorter than hi: "must not be empty", "must be a name of at most
+                         * 127 bytes" */
+    TUNEP_OPT_TUPLE,    /* an array of exactly as many values as sub has rows, value i read with
+                         * sub's row i into the same struct (a double[2] as two REAL rows);
+                         * anything else is "expected <expected>" */
+    /* struct tunep_mutations: parameters of param_space (groups nest as in param_space), each
+     * a list of values or a distribution to draw from (PBT's hyperparam_mutations); names are
+     * matched to the space once it is known (tunep_config_resolve_scheduler()) */
+    TUNEP_OPT_MUTATIONS,
     TUNEP_OPT_TYPE_COUNT
 };
 
@@ -45,6 +60,20 @@ struct tunep_strmap {
     size_t n;
 };
 
+struct tunep_mutation; /* one parameter's values or distribution: schedulers/scheduler.h */
+
+/*
+ * An owned list of mutations (TUNEP_OPT_MUTATIONS). Whoever fills it sets
+ * free to the function that releases v (a mutation holds values and a space
+ * that this layer does not know), so that tunep_options_done() can free it;
+ * free NULL means v is borrowed.
+ */
+struct tunep_mutations {
+    struct tunep_mutation *v;
+    size_t n;
+    void (*free)(struct tunep_mutation *v, size_t n);
+};
+
 /* Where a value stood in the config file (1-based; 0 when unknown). */
 struct tunep_opt_pos {
     int line, column;
@@ -54,12 +83,14 @@ struct tunep_option {
     const char *name;            /* the key; NULL ends a table */
     enum tunep_opt_type type;
     size_t offset;               /* of the field in the struct */
-    double lo, hi;               /* numbers: the inclusive range; STRING, TEXT: see above */
-    double def;                  /* the default of BOOL, INT, INT64, NUMBER and CHOICE */
-    const char *def_text;        /* the default of STRING and TEXT; NULL: none */
+    double lo, hi;               /* numbers: the range; STRING, TEXT, NAME: see above */
+    double def;                  /* the default of BOOL, INT, INT64, NUMBER, CHOICE, REAL,
+                                  * REAL_GT and WHOLE */
+    const char *def_text;        /* the default of STRING, TEXT and NAME; NULL: none */
     const char *const *choices;  /* CHOICE: the accepted strings, NULL-terminated */
-    const struct tunep_option *sub; /* OBJECT: the nested table */
-    const char *expected;        /* OBJECT, ARGV, ENV: what to say of a value of the wrong kind,
+    const struct tunep_option *sub; /* OBJECT: the nested table; TUPLE: one row per element */
+    const char *expected;        /* OBJECT, ARGV, ENV, TUPLE, MUTATIONS: what to say of a value
+                                  * of the wrong kind,
                                   * e.g. "an object such as {\"layers\": 2}" */
     size_t pos_offset;           /* 0, or 1 + the offset of a struct tunep_opt_pos that receives
                                   * the value's position (for errors found later) */

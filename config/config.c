@@ -377,14 +377,17 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     tunep_cfgpath_pop(&path);
     if (st)
         return st;
-    if (c->scheduler.type == TUNEP_SCHED_ASHA && c->stop.training_iteration > 0 &&
-        strcmp(c->scheduler.asha.time_attr, "training_iteration") == 0 &&
-        (double)c->stop.training_iteration < c->scheduler.asha.grace_period) {
+    /* A scheduler that lets every trial run min_t first (ASHA's grace_period) never acts when
+     * a stop rule on the same attribute ends every trial earlier. */
+    const struct tunep_scheduler_type *sched = c->scheduler.type;
+    if (sched->min_t && c->stop.training_iteration > 0 &&
+        strcmp(tunep_scheduler_config_time_attr(&c->scheduler), "training_iteration") == 0 &&
+        (double)c->stop.training_iteration < sched->min_t(c->scheduler.cfg)) {
         tunep_cfgpath_push_key(&path, "stop");
         tunep_cfgpath_push_key(&path, "training_iteration");
         st = tunep_cfg_error(ctx, &path, 0,
-                             "stops every trial before ASHA's grace_period of %g iterations",
-                             c->scheduler.asha.grace_period);
+                             "stops every trial before %s's grace_period of %g iterations",
+                             sched->title, sched->min_t(c->scheduler.cfg));
         return st;
     }
     return TUNE_OK;

@@ -5,12 +5,14 @@
 #include "config/config_options.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/config_scheduler.h"
 
 #define DEFAULT_MAX_STRING 4000
 #define MAX_ARGV 65536
@@ -183,6 +185,82 @@ static tune_status read_json(const struct tunep_cfgctx *ctx, const json_t *v, ch
     return TUNE_OK;
 }
 
+/* A finite number, with the rule said in words (REAL, REAL_GT). */
+static tune_status read_real(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                             const json_t *v, double lo, int lo_open, double hi, double *ret)
+{
+    if (!json_is_number(v))
+        return tunep_cfg_error(ctx, path, 0, "expected a number");
+    double d = json_number_value(v);
+    if (!isfinite(d))
+        return tunep_cfg_error(ctx, path, 0, "expected a finite number");
+    char a[32], b[32];
+    tunep_format_double(a, sizeof a, lo);
+    tunep_format_double(b, sizeof b, hi);
+    int above = lo_open ? d > lo : d >= lo;
+    if (isinf(hi) && !above)
+        return tunep_cfg_error(ctx, path, 0, "must be %s %s", lo_open ? ">" : ">=", a);
+    if (!isinf(hi) && !(above && d <= hi))
+        return tunep_cfg_error(ctx, path, 0, "must be between %s and %s", a, b);
+    *ret = d;
+    return TUNE_OK;
+}
+
+/* A number without a fraction (WHOLE): 2.0 is as good as 2. */
+static tune_status read_whole(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *v, double lo, double hi, int *ret)
+{
+    double d = 0;
+    tune_status st = read_real(ctx, path, v, -HUGE_VAL, 0, HUGE_VAL, &d);
+    if (st)
+        return st;
+    if (d != floor(d))
+        return tunep_cfg_error(ctx, path, 0, "expected an integer");
+    if (d < lo)
+        return tunep_cfg_error(ctx, path, 0, "must be >= %lld", (long long)lo);
+    if (d > hi)
+        return tunep_cfg_error(ctx, path, 0, "must be at most %lld", (long long)hi);
+    *ret = (int)d;
+    return TUNE_OK;
+}
+
+/* A name into char[size] (NAME): no NUL inside, as it is used as a C string. */
+static tune_status read_name(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                             const json_t *v, size_t size, char *out)
+{
+    if (!json_is_string(v))
+        return tunep_cfg_error(ctx, path, 0, "expected a string");
+    const char *s = json_string_value(v); /* borrowed */
+    size_t n = strlen(s);
+    if (n == 0)
+        return tunep_cfg_error(ctx, path, 0, "must not be empty");
+    if (n >= size || n != json_string_length(v))
+        return tunep_cfg_error(ctx, path, 0, "must be a name of at most %zu bytes", size - 1);
+    memcpy(out, s, n + 1);
+    return TUNE_OK;
+}
+
+static tune_status read_value(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *v, const struct tunep_option *o, void *cfg);
+
+/* An array of one value per row of o->sub (TUPLE), each read with its row. */
+static tune_status read_tuple(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *v, const struct tunep_option *o, void *cfg)
+{
+    size_t n = 0;
+    while (o->sub[n].name)
+        n++;
+    if (!json_is_array(v) || json_array_size(v) != n)
+        return tunep_cfg_error(ctx, path, 0, "expected %s", o->expected ? o->expected : "an array");
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; i < n && !st; i++) {
+        tunep_cfgpath_push_index(path, (long)i);
+        st = read_value(ctx, path, json_array_get(v, i) /* borrowed */, &o->sub[i], cfg);
+        tunep_cfgpath_pop(path);
+    }
+    return st;
+}
+
 static tune_status read_value(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                               const json_t *v, const struct tunep_option *o, void *cfg)
 {
@@ -226,6 +304,14 @@ static tune_status read_value(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
         case TUNEP_OPT_JSON: st = read_json(ctx, v, (char **)f); break;
         case TUNEP_OPT_OBJECT:
             st = tunep_config_read_options(ctx, path, v, o->sub, NULL, o->expected, cfg);
+            break;
+        case TUNEP_OPT_REAL: st = read_real(ctx, path, v, o->lo, 0, o->hi, (double *)f); break;
+        case TUNEP_OPT_REAL_GT: st = read_real(ctx, path, v, o->lo, 1, o->hi, (double *)f); break;
+        case TUNEP_OPT_WHOLE: st = read_whole(ctx, path, v, o->lo, o->hi, (int *)f); break;
+        case TUNEP_OPT_NAME: st = read_name(ctx, path, v, (size_t)o->hi, (char *)f); break;
+        case TUNEP_OPT_TUPLE: st = read_tuple(ctx, path, v, o, cfg); break;
+        case TUNEP_OPT_MUTATIONS:
+            st = tunep_config_read_mutations(ctx, path, v, o->expected, f);
             break;
         case TUNEP_OPT_TYPE_COUNT: break;
     }
@@ -306,4 +392,10 @@ tune_status tunep_config_opt_error(const struct tunep_cfgctx *ctx, struct tunep_
     while (path->depth > depth)
         tunep_cfgpath_pop(path);
     return st;
+}
+
+tune_status tunep_config_read_option(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const json_t *v, const struct tunep_option *o, void *cfg)
+{
+    return read_value(ctx, path, v, o, cfg);
 }

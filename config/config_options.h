@@ -33,6 +33,15 @@ tune_status tunep_config_read_number(const struct tunep_cfgctx *ctx, struct tune
                                      const json_t *v, double lo, double hi, double *ret);
 
 /*
+ * Reads v, the value of row o's key (path already ends in that key), into
+ * cfg: one step of tunep_config_read_options(), for a caller that walks the
+ * section itself because the rows depend on another key (the scheduler's
+ * "type"). Errors as above.
+ */
+tune_status tunep_config_read_option(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                     const json_t *v, const struct tunep_option *o, void *cfg);
+
+/*
  * The positioned config error for a component's own check (e->path is
  * relative to path, the section). Returns e->code.
  */

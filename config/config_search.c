@@ -231,25 +231,38 @@ tune_status tunep_config_check_search(const struct tunep_cfgctx *ctx, struct tun
             return error_at(ctx, "search", "algorithm", msg);
         }
     }
-    if (c->search == TUNEP_SEARCH_BOHB && c->scheduler.type != TUNEP_SCHED_HYPERBAND)
-        return error_at(ctx, "search", "algorithm",
-                        "\"bohb\" runs with the hyperband scheduler: set \"scheduler\": "
-                        "{\"type\": \"hyperband\", ...}");
-    if (c->scheduler.type == TUNEP_SCHED_PBT) {
-        if (model)
-            return error_at(ctx, "search", "algorithm",
-                            "PBT explores the space by itself: use search \"random\" with the "
-                            "pbt scheduler");
+    const struct tunep_scheduler_type *sched = c->scheduler.type;
+    if (c->search == TUNEP_SEARCH_BOHB && !(sched->flags & TUNEP_SCHEDULER_SYNC_BRACKETS)) {
+        /* Name the scheduler that runs the brackets BOHB needs. */
+        const struct tunep_scheduler_type *with = NULL;
+        for (size_t i = 0; !with && i < tunep_scheduler_count(); i++)
+            if (tunep_scheduler_at(i)->flags & TUNEP_SCHEDULER_SYNC_BRACKETS)
+                with = tunep_scheduler_at(i);
+        snprintf(msg, sizeof msg,
+                 "\"bohb\" runs with the %s scheduler: set \"scheduler\": {\"type\": \"%s\", ...}",
+                 with ? with->name : "?", with ? with->name : "?");
+        return error_at(ctx, "search", "algorithm", msg);
+    }
+    if ((sched->flags & TUNEP_SCHEDULER_EXPLORES) && model) {
+        snprintf(msg, sizeof msg,
+                 "%s explores the space by itself: use search \"random\" with the %s scheduler",
+                 sched->title, sched->name);
+        return error_at(ctx, "search", "algorithm", msg);
+    }
+    if (sched->checkpoint_interval) {
         if (c->trainer && !c->trainer->can_checkpoint) {
             snprintf(msg, sizeof msg,
-                     "the pbt scheduler copies checkpoints, and trainer \"%s\" does not save any",
-                     c->trainer->name);
+                     "the %s scheduler copies checkpoints, and trainer \"%s\" does not save any",
+                     sched->name, c->trainer->name);
             return error_at(ctx, "scheduler", "type", msg);
         }
-        if (c->isolation_process)
-            return error_at(ctx, "isolation", NULL,
-                            "the pbt scheduler copies checkpoints, which isolated trials cannot "
-                            "save: use \"isolation\": \"thread\"");
+        if (c->isolation_process) {
+            snprintf(msg, sizeof msg,
+                     "the %s scheduler copies checkpoints, which isolated trials cannot save: use "
+                     "\"isolation\": \"thread\"",
+                     sched->name);
+            return error_at(ctx, "isolation", NULL, msg);
+        }
     }
     return TUNE_OK;
 }

@@ -20,6 +20,12 @@
 
 #define OPTIONS_SOURCE "<options>"
 
+static double asha_default(const struct tunep_scheduler_type *asha, const char *name)
+{
+    const struct tunep_option *o = asha ? tunep_options_find(asha->options, name) : NULL;
+    return o ? o->def : 0;
+}
+
 void tune_options_default(tune_options *o)
 {
     struct tunep_config c;
@@ -36,10 +42,13 @@ void tune_options_default(tune_options *o)
     o->trial_timeout_s = c.trial_timeout_s;
     o->checkpoint_frequency = c.checkpoint_frequency;
     o->scheduler = TUNE_SCHEDULER_FIFO;
-    o->asha.max_t = c.scheduler.asha.max_t;
-    o->asha.grace_period = c.scheduler.asha.grace_period;
-    o->asha.reduction_factor = c.scheduler.asha.reduction_factor;
-    o->asha.brackets = c.scheduler.asha.brackets;
+    /* ASHA's defaults are its option table's. */
+    const struct tunep_scheduler_type *asha = tunep_scheduler_find("asha");
+    o->asha.max_t = asha_default(asha, "max_t");
+    o->asha.grace_period = asha_default(asha, "grace_period");
+    o->asha.reduction_factor = asha_default(asha, "reduction_factor");
+    o->asha.brackets = (int)asha_default(asha, "brackets");
+    tunep_config_done(&c);
 }
 
 /* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF), as jansson wants. */

@@ -20,7 +20,7 @@
  * The MPI library needs MPI_THREAD_MULTIPLE: several threads per rank send
  * and receive at once. Checkpoints stay on the rank that made them, so
  * trials on other ranks do not save any (the schedulers that pause fall back
- * to fast-forwarding; PBT is refused).
+ * to fast-forwarding; a scheduler that copies checkpoints, PBT, is refused).
  */
 #include "engine/study.h"
 
@@ -383,10 +383,12 @@ tune_status tune_study_set_mpi(tune_study *s, int trials_per_rank, tune_error *e
     if (rank != 0 || size < 2)
         return tunep_error_set(err, TUNE_EINVAL,
                                "the controller runs on rank 0 of at least 2 MPI ranks");
-    if (s->cfg.scheduler.type == TUNEP_SCHED_PBT)
+    const struct tunep_scheduler_type *sched = s->cfg.scheduler.type;
+    if (sched->checkpoint_interval)
         return tunep_error_set(err, TUNE_ECONFIG,
-                               "the pbt scheduler copies checkpoints between trials, which "
-                               "trials on other MPI ranks cannot share: run PBT on one machine");
+                               "the %s scheduler copies checkpoints between trials, which "
+                               "trials on other MPI ranks cannot share: run %s on one machine",
+                               sched->name, sched->title);
     s->mpi_size = size;
     s->mpi_per_rank = trials_per_rank;
     return TUNE_OK;

@@ -271,8 +271,9 @@ static enum tunep_end_reason check_stop(struct tune_study *s, const struct tune_
 
 /*
  * Asks the objective for a checkpoint every checkpoint_frequency iterations,
- * and for PBT every perturbation_interval, so that a donor's state is fresh
- * when a worse trial copies it. Lock held.
+ * and, for a scheduler that copies checkpoints between trials (PBT), every
+ * checkpoint_interval of its time attribute, so that a donor's state is
+ * fresh when a worse trial copies it. Lock held.
  */
 static void want_checkpoint(const struct tune_study *s, struct tunep_trial_rec *rec, int has_t,
                             double tv)
@@ -281,8 +282,8 @@ static void want_checkpoint(const struct tune_study *s, struct tunep_trial_rec *
     if (freq > 0 && rec->iteration % freq == 0)
         rec->want_ckpt = 1;
     const struct tunep_scheduler_config *c = &s->cfg.scheduler;
-    if (c->type == TUNEP_SCHED_PBT && has_t &&
-        (!rec->has_ckpt || tv - rec->ckpt_t >= c->pbt.perturbation_interval))
+    if (c->type->checkpoint_interval && has_t &&
+        (!rec->has_ckpt || tv - rec->ckpt_t >= c->type->checkpoint_interval(c->cfg)))
         rec->want_ckpt = 1;
 }
 

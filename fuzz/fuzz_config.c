@@ -176,7 +176,13 @@ static void check_scheduler(const tune_study *s)
     FUZZ_CHECK(tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &sched, &err) ==
                TUNE_OK);
     FUZZ_CHECK(tunep_scheduler_time_attr(sched) != NULL);
-    double max_t = s->cfg.scheduler.type == TUNEP_SCHED_ASHA ? s->cfg.scheduler.asha.max_t : 8.0;
+    /* Reports run up to the scheduler's max_t option where it has one (through its table). */
+    const struct tunep_scheduler_config *sc = &s->cfg.scheduler;
+    const struct tunep_option *max_row =
+        sc->type->options ? tunep_options_find(sc->type->options, "max_t") : NULL;
+    double max_t = max_row && max_row->type == TUNEP_OPT_REAL_GT
+                       ? *(const double *)(const void *)((const char *)sc->cfg + max_row->offset)
+                       : 8.0;
     for (int64_t id = 0; id < 4; id++)
         FUZZ_CHECK(tunep_scheduler_on_trial_add(sched, id, edge_values[id % EDGE_COUNT]) ==
                    TUNE_OK);

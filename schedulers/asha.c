@@ -24,6 +24,10 @@
  * keeps its entries split at that top: a min-heap of the top, a max-heap of
  * the rest, and a max-heap of paused trials that entered the top (checked
  * lazily when popped), so a record or a promotion is O(log n).
+ *
+ * The file ends with ASHA's row (scheduler.h): its options as a table with
+ * Ray's names, defaults and asserts, the cross-key rules, and what the
+ * config and the report learn about it (grace_period, rungs, a summary).
  */
 #include "schedulers/asha.h"
 
@@ -324,8 +328,9 @@ int tunep_asha_rung_count(const struct tunep_asha_config *c, int s)
     return (int)x;
 }
 
-void tunep_asha_free(struct tunep_asha *a)
+static void asha_free(void *self)
 {
+    struct tunep_asha *a = self;
     if (!a)
         return;
     if (a->brackets) {
@@ -346,9 +351,12 @@ void tunep_asha_free(struct tunep_asha *a)
     tunep_free(a);
 }
 
-tune_status tunep_asha_new(const struct tunep_asha_config *cfg, struct tunep_asha **ret,
-                           tune_error *err)
+static tune_status asha_new(const void *config, const tune_space *space, uint64_t seed, void **ret,
+                            tune_error *err)
 {
+    const struct tunep_asha_config *cfg = config;
+    (void)space;
+    (void)seed;
     /* Ray's asserts, for callers that skipped the config parser. */
     if (!(cfg->max_t > 0) || !(cfg->grace_period > 0) || !(cfg->grace_period <= cfg->max_t) ||
         !(cfg->reduction_factor > 1) || cfg->brackets < 1 ||
@@ -407,7 +415,7 @@ tune_status tunep_asha_new(const struct tunep_asha_config *cfg, struct tunep_ash
     *ret = a;
     return TUNE_OK;
 oom:
-    tunep_asha_free(a);
+    asha_free(a);
     return tunep_error_set(err, TUNE_ENOMEM, "asha: out of memory");
 }
 
@@ -429,8 +437,9 @@ static int choose_bracket(const struct tunep_asha *a, double u)
     return a->bracket_count - 1;
 }
 
-tune_status tunep_asha_on_trial_add(struct tunep_asha *a, int64_t trial_id, double u)
+static tune_status asha_on_trial_add(void *self, int64_t trial_id, double u)
 {
+    struct tunep_asha *a = self;
     if (trial_id < 0)
         return TUNE_EINVAL;
     struct slot *sl = find_slot(a, trial_id);
@@ -540,9 +549,11 @@ static enum tunep_decision promo_on_result(struct tunep_asha *a, struct slot *sl
     return TUNEP_PAUSE;
 }
 
-enum tunep_decision tunep_asha_on_result(struct tunep_asha *a, int64_t trial_id, int has_t,
-                                         double t, double score)
+static enum tunep_decision asha_on_result(void *self, int64_t trial_id, int has_t, double t,
+                                          double score, int64_t n_waiting)
 {
+    struct tunep_asha *a = self;
+    (void)n_waiting;
     if (!has_t)
         return TUNEP_CONTINUE;
     if (a->cfg.promotion) {
@@ -566,9 +577,10 @@ enum tunep_decision tunep_asha_on_result(struct tunep_asha *a, int64_t trial_id,
     return d;
 }
 
-void tunep_asha_on_trial_complete(struct tunep_asha *a, int64_t trial_id, int has_result,
-                                  double last_t, double last_score)
+static void asha_on_trial_complete(void *self, int64_t trial_id, int has_result, double last_t,
+                                   double last_score)
 {
+    struct tunep_asha *a = self;
     struct slot *sl = find_slot(a, trial_id);
     if (!sl || !sl->active)
         return;
@@ -587,8 +599,9 @@ void tunep_asha_on_trial_complete(struct tunep_asha *a, int64_t trial_id, int ha
     sl->active = 0;
 }
 
-void tunep_asha_on_trial_paused(struct tunep_asha *a, int64_t trial_id)
+static void asha_on_trial_paused(void *self, int64_t trial_id)
 {
+    struct tunep_asha *a = self;
     struct slot *sl = find_slot(a, trial_id);
     if (!a->cfg.promotion || !sl || !sl->active || sl->pstate != PS_PAUSING)
         return;
@@ -598,9 +611,9 @@ void tunep_asha_on_trial_paused(struct tunep_asha *a, int64_t trial_id)
     mark_ready(a, r, sl->cur, trial_id);
 }
 
-enum tunep_next tunep_asha_choose(struct tunep_asha *a, int new_left, int64_t n_running,
-                                  int64_t *ret_id)
+static enum tunep_next asha_choose(void *self, int new_left, int64_t n_running, int64_t *ret_id)
 {
+    struct tunep_asha *a = self;
     if (!a->cfg.promotion)
         return TUNEP_NEXT_NEW;
     /* Algorithm 2's get_job: from the top rung down. Rung index k has the same milestone
@@ -662,8 +675,9 @@ static void promo_describe(const struct tunep_asha *a, double sign, struct tunep
     }
 }
 
-void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_buf *buf)
+static void asha_describe(const void *self, double sign, struct tunep_buf *buf)
 {
+    const struct tunep_asha *a = self;
     if (a->cfg.promotion) {
         promo_describe(a, sign, buf);
         return;
@@ -691,11 +705,6 @@ void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_b
         }
         tunep_buf_puts(buf, "\n");
     }
-}
-
-const char *tunep_asha_time_attr(const struct tunep_asha *a)
-{
-    return a->cfg.time_attr;
 }
 
 /* ---- inspection ------------------------------------------------------------ */
@@ -760,4 +769,122 @@ int tunep_asha_trial_bracket(const struct tunep_asha *a, int64_t trial_id)
         return -1;
     const struct slot *sl = &a->slots[trial_id];
     return sl->active ? sl->bracket : -1;
+}
+
+/* ---- the config and the row ------------------------------------------------ */
+
+static const char *const asha_variants[] = {"stopping", "promotion", NULL};
+
+/* Row indexes, for check()'s `given` mask. */
+enum { O_TIME_ATTR, O_MAX_T, O_GRACE, O_RF, O_BRACKETS, O_STOP_LAST, O_VARIANT, O_COUNT };
+
+#define ROW(name_, type_, field, lo_, hi_, def_)                                                   \
+    TUNEP_OPT_ROW(name_, type_, struct tunep_asha_config, field, lo_, hi_, def_)
+
+/* Ray's AsyncHyperBandScheduler options and defaults; Ray asserts max_t > 0, grace_period > 0,
+ * reduction_factor > 1 and brackets > 0. */
+static const struct tunep_option asha_options[] = {
+    [O_TIME_ATTR] = {.name = "time_attr",
+                     .type = TUNEP_OPT_NAME,
+                     .offset = offsetof(struct tunep_asha_config, time_attr),
+                     .hi = sizeof(((struct tunep_asha_config *)0)->time_attr),
+                     .def_text = "training_iteration"},
+    [O_MAX_T] = ROW("max_t", TUNEP_OPT_REAL_GT, max_t, 0, HUGE_VAL, 100),
+    [O_GRACE] = ROW("grace_period", TUNEP_OPT_REAL_GT, grace_period, 0, HUGE_VAL, 1),
+    [O_RF] = ROW("reduction_factor", TUNEP_OPT_REAL_GT, reduction_factor, 1, HUGE_VAL, 4),
+    [O_BRACKETS] = ROW("brackets", TUNEP_OPT_WHOLE, brackets, 1, TUNEP_ASHA_MAX_BRACKETS, 1),
+    [O_STOP_LAST] = ROW("stop_last_trials", TUNEP_OPT_BOOL, stop_last_trials, 0, 1, 1),
+    [O_VARIANT] = {.name = "variant",
+                   .type = TUNEP_OPT_CHOICE,
+                   .offset = offsetof(struct tunep_asha_config, promotion),
+                   .choices = asha_variants},
+    [O_COUNT] = {0},
+};
+
+#define GIVEN(given, row) (((given) >> (row)) & 1u)
+
+/* grace_period <= max_t (blaming the key the user wrote) and at most MAX_RUNGS rungs. */
+static tune_status asha_check(const void *config, uint64_t given, struct tunep_opt_error *e)
+{
+    const struct tunep_asha_config *c = config;
+    char buf[32];
+    if (!(c->grace_period <= c->max_t)) {
+        if (GIVEN(given, O_GRACE)) {
+            tunep_format_double(buf, sizeof buf, c->max_t);
+            return tunep_opt_fail(e, "grace_period", 0, "must be <= max_t (%s)", buf);
+        }
+        tunep_format_double(buf, sizeof buf, c->grace_period);
+        return tunep_opt_fail(e, "max_t", 0, "must be >= grace_period (%s)", buf);
+    }
+    /* A 64-bit mask holds a trial's rungs; rf close to 1 would also make rungs useless. */
+    if (tunep_asha_rung_count(c, 0) > TUNEP_ASHA_MAX_RUNGS) {
+        const char *at = GIVEN(given, O_RF)      ? "reduction_factor"
+                         : GIVEN(given, O_GRACE) ? "grace_period"
+                                                 : "max_t";
+        return tunep_opt_fail(e, at, 0,
+                              "more than %d rungs: log(max_t / grace_period) / "
+                              "log(reduction_factor) must be < %d",
+                              TUNEP_ASHA_MAX_RUNGS, TUNEP_ASHA_MAX_RUNGS);
+    }
+    return TUNE_OK;
+}
+
+static const char *asha_time_attr(const void *config)
+{
+    return ((const struct tunep_asha_config *)config)->time_attr;
+}
+
+static double asha_min_t(const void *config)
+{
+    return ((const struct tunep_asha_config *)config)->grace_period;
+}
+
+static void asha_summary(const void *config, struct tunep_buf *out)
+{
+    const struct tunep_asha_config *c = config;
+    char num[3][40];
+    tunep_format_double(num[0], sizeof num[0], c->grace_period);
+    tunep_format_double(num[1], sizeof num[1], c->reduction_factor);
+    tunep_format_double(num[2], sizeof num[2], c->max_t);
+    tunep_buf_printf(out, "ASHA: grace_period %s, reduction_factor %s, max_t %s, brackets %d",
+                     num[0], num[1], num[2], c->brackets);
+}
+
+/* Bracket 0's milestones, which hold every other bracket's: grace_period * rf^k. */
+static size_t asha_rungs(const void *config, double *out, size_t max)
+{
+    const struct tunep_asha_config *c = config;
+    int n = tunep_asha_rung_count(c, 0);
+    size_t k = 0;
+    for (; k < (size_t)n && k < TUNEP_ASHA_MAX_RUNGS && k < max; k++)
+        out[k] = c->grace_period * pow(c->reduction_factor, (double)k);
+    return k;
+}
+
+static const char *const asha_aliases[] = {"async_hyperband", NULL};
+
+const struct tunep_scheduler_type tunep_asha_type = {
+    .name = "asha",
+    .aliases = asha_aliases,
+    .title = "ASHA",
+    .options = asha_options,
+    .config_size = sizeof(struct tunep_asha_config),
+    .check = asha_check,
+    .time_attr = asha_time_attr,
+    .min_t = asha_min_t,
+    .summary = asha_summary,
+    .rungs = asha_rungs,
+    .create = asha_new,
+    .free = asha_free,
+    .on_trial_add = asha_on_trial_add,
+    .on_result = asha_on_result,
+    .on_trial_complete = asha_on_trial_complete,
+    .on_trial_paused = asha_on_trial_paused,
+    .choose = asha_choose,
+    .describe = asha_describe,
+};
+
+struct tunep_asha *tunep_scheduler_asha(struct tunep_scheduler *s)
+{
+    return tunep_scheduler_type_of(s) == &tunep_asha_type ? tunep_scheduler_state(s) : NULL;
 }

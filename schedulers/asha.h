@@ -1,7 +1,8 @@
 /*
- * asha.h - private declarations shared by scheduler.c, asha.c and percentile.c.
+ * asha.h - private declarations shared by asha.c, percentile.c and the tests.
  *
- * scheduler.c dispatches on the scheduler type; ASHA's state lives in asha.c.
+ * ASHA's row (tunep_asha_type, in the registry), state and options live in
+ * asha.c; this header has its config struct and what tests inspect.
  * percentile.c holds numpy's 'linear' percentile in pieces so that ASHA's
  * rungs, which keep their values split around the percentile position, give
  * bit-identical cut-offs to tunep_percentile() on the same values.
@@ -13,6 +14,19 @@
 #include <stdint.h>
 
 #include "schedulers/scheduler.h"
+
+/* ASHA's options ("type": "asha"), with Ray Tune's names and defaults. */
+struct tunep_asha_config {
+    char time_attr[128];     /* "training_iteration" */
+    double max_t;            /* 100 */
+    double grace_period;     /* 1 */
+    double reduction_factor; /* 4 */
+    int brackets;            /* 1 */
+    int stop_last_trials;    /* 1 */
+    int promotion;           /* "variant": 0: "stopping", Ray's stopping ASHA (the default);
+                              * 1: "promotion", the paper's Algorithm 2: trials pause at each
+                              * rung and the top 1/rf are promoted */
+};
 
 /* Limits: a trial's recorded rungs are a 64-bit mask, so a bracket has at most 64 rungs. */
 #define TUNEP_ASHA_MAX_RUNGS    64
@@ -37,22 +51,6 @@ int tunep_asha_rung_count(const struct tunep_asha_config *c, int s);
 
 struct tunep_asha;
 
-tune_status tunep_asha_new(const struct tunep_asha_config *cfg, struct tunep_asha **ret,
-                           tune_error *err);
-void tunep_asha_free(struct tunep_asha *a);
-tune_status tunep_asha_on_trial_add(struct tunep_asha *a, int64_t trial_id, double u);
-enum tunep_decision tunep_asha_on_result(struct tunep_asha *a, int64_t trial_id, int has_t,
-                                         double t, double score);
-void tunep_asha_on_trial_complete(struct tunep_asha *a, int64_t trial_id, int has_result,
-                                  double last_t, double last_score);
-/* Promotion variant only (no-ops, or NEW, for Ray's stopping variant). */
-void tunep_asha_on_trial_paused(struct tunep_asha *a, int64_t trial_id);
-enum tunep_next tunep_asha_choose(struct tunep_asha *a, int new_left, int64_t n_running,
-                                  int64_t *ret_id);
-void tunep_asha_describe(const struct tunep_asha *a, double sign, struct tunep_buf *buf);
-/* Borrowed; valid until the scheduler is freed. */
-const char *tunep_asha_time_attr(const struct tunep_asha *a);
-
 /*
  * Inspection for tests and tools: the bracket count, a bracket's rung count,
  * a rung's milestone, number of recorded values and cut-off (returns 0 and
@@ -71,7 +69,7 @@ int tunep_asha_cutoff(const struct tunep_asha *a, int bracket, int rung, double 
 size_t tunep_asha_promoted(const struct tunep_asha *a, int bracket, int rung);
 int tunep_asha_trial_bracket(const struct tunep_asha *a, int64_t trial_id);
 
-/* The ASHA state of a scheduler, or NULL for FIFO. */
+/* The ASHA state of a scheduler, or NULL for another type. */
 struct tunep_asha *tunep_scheduler_asha(struct tunep_scheduler *s);
 
 #endif /* TUNE_ASHA_H */

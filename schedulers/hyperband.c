@@ -21,6 +21,9 @@
  * up, rounded n and truncated r); configs/README.md lists the differences.
  * Costs: a trial slot per id, each bracket its member list; a halving sorts
  * its round, O(m log m), so O(s log m) per trial over its life.
+ *
+ * The file ends with HyperBand's row (scheduler.h): its options as a table,
+ * the bracket limit, and the flag that lets BOHB run with it.
  */
 #include "schedulers/hyperband.h"
 
@@ -130,9 +133,12 @@ int64_t tunep_hyperband_round_n(const struct tunep_hyperband_config *c, int64_t 
 
 /* ---- construction ------------------------------------------------------------ */
 
-tune_status tunep_hyperband_new(const struct tunep_hyperband_config *cfg,
-                                struct tunep_hyperband **ret, tune_error *err)
+static tune_status hyperband_new(const void *config, const tune_space *space, uint64_t seed,
+                                 void **ret, tune_error *err)
 {
+    const struct tunep_hyperband_config *cfg = config;
+    (void)space;
+    (void)seed;
     if (!(cfg->max_t > 0) || !isfinite(cfg->max_t) || !(cfg->reduction_factor > 1) ||
         !isfinite(cfg->reduction_factor))
         return tunep_error_set(err, TUNE_EINVAL, "hyperband: invalid options");
@@ -150,8 +156,9 @@ tune_status tunep_hyperband_new(const struct tunep_hyperband_config *cfg,
     return TUNE_OK;
 }
 
-void tunep_hyperband_free(struct tunep_hyperband *h)
+static void hyperband_free(void *self)
 {
+    struct tunep_hyperband *h = self;
     if (!h)
         return;
     for (size_t b = 0; b < h->n_brackets; b++)
@@ -162,11 +169,6 @@ void tunep_hyperband_free(struct tunep_hyperband *h)
     tunep_free(h->stopped.ids);
     tunep_free(h->scratch);
     tunep_free(h);
-}
-
-const char *tunep_hyperband_time_attr(const struct tunep_hyperband *h)
-{
-    return h->cfg.time_attr;
 }
 
 /* ---- queues ---------------------------------------------------------------- */
@@ -279,8 +281,10 @@ static tune_status open_bracket(struct tunep_hyperband *h, struct hb_bracket **r
     return TUNE_OK;
 }
 
-tune_status tunep_hyperband_on_trial_add(struct tunep_hyperband *h, int64_t trial_id)
+static tune_status hyperband_on_trial_add(void *self, int64_t trial_id, double u)
 {
+    struct tunep_hyperband *h = self;
+    (void)u;
     if (trial_id < 0)
         return TUNE_EINVAL;
     struct hb_trial *tr = get(h, trial_id);
@@ -382,9 +386,11 @@ static void check_round(struct tunep_hyperband *h, struct hb_bracket *b)
     }
 }
 
-enum tunep_decision tunep_hyperband_on_result(struct tunep_hyperband *h, int64_t trial_id,
-                                              int has_t, double t, double score)
+static enum tunep_decision hyperband_on_result(void *self, int64_t trial_id, int has_t, double t,
+                                               double score, int64_t n_waiting)
 {
+    struct tunep_hyperband *h = self;
+    (void)n_waiting;
     struct hb_trial *tr = get(h, trial_id);
     if (tr && tr->state == HB_PAUSING)
         return TUNEP_PAUSE; /* already told */
@@ -412,8 +418,9 @@ enum tunep_decision tunep_hyperband_on_result(struct tunep_hyperband *h, int64_t
     return TUNEP_CONTINUE;
 }
 
-void tunep_hyperband_on_trial_paused(struct tunep_hyperband *h, int64_t trial_id)
+static void hyperband_on_trial_paused(void *self, int64_t trial_id)
 {
+    struct tunep_hyperband *h = self;
     struct hb_trial *tr = get(h, trial_id);
     if (!tr || tr->state != HB_PAUSING)
         return;
@@ -423,9 +430,11 @@ void tunep_hyperband_on_trial_paused(struct tunep_hyperband *h, int64_t trial_id
     check_round(h, b);
 }
 
-void tunep_hyperband_on_trial_complete(struct tunep_hyperband *h, int64_t trial_id, int has_result,
-                                       double last_score)
+static void hyperband_on_trial_complete(void *self, int64_t trial_id, int has_result, double last_t,
+                                        double last_score)
 {
+    struct tunep_hyperband *h = self;
+    (void)last_t;
     struct hb_trial *tr = get(h, trial_id);
     if (!tr)
         return;
@@ -449,9 +458,10 @@ void tunep_hyperband_on_trial_complete(struct tunep_hyperband *h, int64_t trial_
     }
 }
 
-enum tunep_next tunep_hyperband_choose(struct tunep_hyperband *h, int new_left, int64_t n_running,
-                                       int64_t *ret_id)
+static enum tunep_next hyperband_choose(void *self, int new_left, int64_t n_running,
+                                        int64_t *ret_id)
 {
+    struct tunep_hyperband *h = self;
     if (!new_left && h->n_brackets > 0) {
         /* No trial will join the last bracket: close it with the trials it has. */
         struct hb_bracket *last = &h->brackets[h->n_brackets - 1];
@@ -475,8 +485,9 @@ enum tunep_next tunep_hyperband_choose(struct tunep_hyperband *h, int new_left, 
     return n_running > 0 ? TUNEP_NEXT_WAIT : TUNEP_NEXT_NEW;
 }
 
-int tunep_hyperband_take_stopped(struct tunep_hyperband *h, int64_t *ret_id)
+static int hyperband_take_stopped(void *self, int64_t *ret_id)
 {
+    struct tunep_hyperband *h = self;
     int64_t id;
     if (!ring_pop(&h->stopped, h->room, &id))
         return 0;
@@ -485,8 +496,9 @@ int tunep_hyperband_take_stopped(struct tunep_hyperband *h, int64_t *ret_id)
     return 1;
 }
 
-void tunep_hyperband_describe(const struct tunep_hyperband *h, double sign, struct tunep_buf *buf)
+static void hyperband_describe(const void *self, double sign, struct tunep_buf *buf)
 {
+    const struct tunep_hyperband *h = self;
     enum { MAX_LINES = 8 };
     size_t shown = 0, more = 0;
     (void)sign; /* no cut-offs to show: a round ranks its trials only once it is complete */
@@ -551,4 +563,63 @@ int tunep_hyperband_trial_round(const struct tunep_hyperband *h, int64_t trial_i
 {
     const struct hb_trial *tr = get(h, trial_id);
     return tr ? tr->round : -1;
+}
+
+/* ---- the config and the row ------------------------------------------------ */
+
+enum { O_TIME_ATTR, O_MAX_T, O_RF, O_STOP_LAST, O_COUNT };
+
+#define ROW(name_, type_, field, lo_, hi_, def_)                                                   \
+    TUNEP_OPT_ROW(name_, type_, struct tunep_hyperband_config, field, lo_, hi_, def_)
+
+/* Ray's HyperBandScheduler defaults (R = 81, eta = 3: the paper's example). */
+static const struct tunep_option hyperband_options[] = {
+    [O_TIME_ATTR] = {.name = "time_attr",
+                     .type = TUNEP_OPT_NAME,
+                     .offset = offsetof(struct tunep_hyperband_config, time_attr),
+                     .hi = sizeof(((struct tunep_hyperband_config *)0)->time_attr),
+                     .def_text = "training_iteration"},
+    [O_MAX_T] = ROW("max_t", TUNEP_OPT_REAL_GT, max_t, 0, HUGE_VAL, 81),
+    [O_RF] = ROW("reduction_factor", TUNEP_OPT_REAL_GT, reduction_factor, 1, HUGE_VAL, 3),
+    [O_STOP_LAST] = ROW("stop_last_trials", TUNEP_OPT_BOOL, stop_last_trials, 0, 1, 1),
+    [O_COUNT] = {0},
+};
+
+/* A band of at most TUNEP_HYPERBAND_MAX_S + 1 brackets. */
+static tune_status hyperband_check(const void *config, uint64_t given, struct tunep_opt_error *e)
+{
+    if (tunep_hyperband_s_max(config) <= TUNEP_HYPERBAND_MAX_S)
+        return TUNE_OK;
+    return tunep_opt_fail(e, (given >> O_RF) & 1u ? "reduction_factor" : "max_t", 0,
+                          "more than %d brackets: log(max_t) / log(reduction_factor) must be < %d",
+                          TUNEP_HYPERBAND_MAX_S + 1, TUNEP_HYPERBAND_MAX_S + 1);
+}
+
+static const char *hyperband_time_attr(const void *config)
+{
+    return ((const struct tunep_hyperband_config *)config)->time_attr;
+}
+
+const struct tunep_scheduler_type tunep_hyperband_type = {
+    .name = "hyperband",
+    .title = "HyperBand",
+    .flags = TUNEP_SCHEDULER_SYNC_BRACKETS,
+    .options = hyperband_options,
+    .config_size = sizeof(struct tunep_hyperband_config),
+    .check = hyperband_check,
+    .time_attr = hyperband_time_attr,
+    .create = hyperband_new,
+    .free = hyperband_free,
+    .on_trial_add = hyperband_on_trial_add,
+    .on_result = hyperband_on_result,
+    .on_trial_complete = hyperband_on_trial_complete,
+    .on_trial_paused = hyperband_on_trial_paused,
+    .choose = hyperband_choose,
+    .take_stopped = hyperband_take_stopped,
+    .describe = hyperband_describe,
+};
+
+struct tunep_hyperband *tunep_scheduler_hyperband(struct tunep_scheduler *s)
+{
+    return tunep_scheduler_type_of(s) == &tunep_hyperband_type ? tunep_scheduler_state(s) : NULL;
 }

@@ -1,6 +1,7 @@
 /*
- * hyperband.h - private interface of synchronous HyperBand (hyperband.c), for
- * scheduler.c's dispatch and the tests. See scheduler.h for what each event means.
+ * hyperband.h - synchronous HyperBand's options, its plan, and what the tests
+ * inspect; its row (tunep_hyperband_type, in the registry) and state live in
+ * hyperband.c. See scheduler.h for what each event means.
  */
 #ifndef TUNE_HYPERBAND_H
 #define TUNE_HYPERBAND_H
@@ -9,6 +10,15 @@
 #include <stdint.h>
 
 #include "schedulers/scheduler.h"
+
+/* Synchronous HyperBand's options ("type": "hyperband"): Li et al. 2018, Algorithm 1, run
+ * bracket after bracket. */
+struct tunep_hyperband_config {
+    char time_attr[128];     /* "training_iteration" */
+    double max_t;            /* 81: R, the most a trial may run */
+    double reduction_factor; /* 3: eta */
+    int stop_last_trials;    /* 1 */
+};
 
 /* A band has s_max + 1 brackets; eta^s_max <= max_t keeps s_max small, but the cap
  * guards against reduction_factor close to 1. */
@@ -29,21 +39,6 @@ double tunep_hyperband_round_r(const struct tunep_hyperband_config *c, int s, in
 int64_t tunep_hyperband_round_n(const struct tunep_hyperband_config *c, int64_t m, int i);
 
 struct tunep_hyperband;
-
-tune_status tunep_hyperband_new(const struct tunep_hyperband_config *cfg,
-                                struct tunep_hyperband **ret, tune_error *err);
-void tunep_hyperband_free(struct tunep_hyperband *h);
-tune_status tunep_hyperband_on_trial_add(struct tunep_hyperband *h, int64_t trial_id);
-enum tunep_decision tunep_hyperband_on_result(struct tunep_hyperband *h, int64_t trial_id,
-                                              int has_t, double t, double score);
-void tunep_hyperband_on_trial_complete(struct tunep_hyperband *h, int64_t trial_id, int has_result,
-                                       double last_score);
-void tunep_hyperband_on_trial_paused(struct tunep_hyperband *h, int64_t trial_id);
-enum tunep_next tunep_hyperband_choose(struct tunep_hyperband *h, int new_left, int64_t n_running,
-                                       int64_t *ret_id);
-int tunep_hyperband_take_stopped(struct tunep_hyperband *h, int64_t *ret_id);
-void tunep_hyperband_describe(const struct tunep_hyperband *h, double sign, struct tunep_buf *buf);
-const char *tunep_hyperband_time_attr(const struct tunep_hyperband *h);
 
 /*
  * Inspection for tests: the number of brackets created so far; a bracket's s,

@@ -20,6 +20,9 @@
  * structure shared across reports would stay valid. The median itself is a
  * quickselect. Per-trial arrays grow while reporting; if that allocation
  * fails the report is not recorded and the trial goes on.
+ *
+ * The file ends with the rule's row (scheduler.h): its options as a table
+ * with Ray's names and defaults.
  */
 #include "schedulers/median.h"
 
@@ -54,9 +57,12 @@ struct tunep_median {
     int64_t num_stopped, num_paused;
 };
 
-tune_status tunep_median_new(const struct tunep_median_config *cfg, struct tunep_median **ret,
-                             tune_error *err)
+static tune_status median_new(const void *config, const tune_space *space, uint64_t seed,
+                              void **ret, tune_error *err)
 {
+    const struct tunep_median_config *cfg = config;
+    (void)space;
+    (void)seed;
     if (!(cfg->grace_period >= 0) || cfg->min_samples_required < 1 || !(cfg->min_time_slice >= 0))
         return tunep_error_set(err, TUNE_EINVAL, "median_stopping: invalid options");
     struct tunep_median *m = tunep_calloc(1, sizeof *m);
@@ -68,8 +74,9 @@ tune_status tunep_median_new(const struct tunep_median_config *cfg, struct tunep
     return TUNE_OK;
 }
 
-void tunep_median_free(struct tunep_median *m)
+static void median_free(void *self)
 {
+    struct tunep_median *m = self;
     if (!m)
         return;
     for (size_t i = 0; i < m->cap; i++) {
@@ -82,11 +89,6 @@ void tunep_median_free(struct tunep_median *m)
     tunep_free(m->scratch);
     tunep_free(m->queue);
     tunep_free(m);
-}
-
-const char *tunep_median_time_attr(const struct tunep_median *m)
-{
-    return m->cfg.time_attr;
 }
 
 static struct mtrial *get(const struct tunep_median *m, int64_t id)
@@ -124,8 +126,10 @@ static tune_status reserve_room(struct tunep_median *m, size_t need)
     return TUNE_OK;
 }
 
-tune_status tunep_median_on_trial_add(struct tunep_median *m, int64_t trial_id)
+static tune_status median_on_trial_add(void *self, int64_t trial_id, double u)
 {
+    struct tunep_median *m = self;
+    (void)u;
     if (trial_id < 0)
         return TUNE_EINVAL;
     if (get(m, trial_id))
@@ -282,9 +286,10 @@ int tunep_median_running_mean(const struct tunep_median *m, int64_t trial_id, do
     return tr ? running_mean(m, tr, t, ret_mean) : 0;
 }
 
-enum tunep_decision tunep_median_on_result(struct tunep_median *m, int64_t trial_id, int has_t,
-                                           double t, double score, int64_t n_waiting)
+static enum tunep_decision median_on_result(void *self, int64_t trial_id, int has_t, double t,
+                                            double score, int64_t n_waiting)
 {
+    struct tunep_median *m = self;
     struct mtrial *tr = get(m, trial_id);
     if (!has_t || !tr || isnan(t))
         return TUNEP_CONTINUE;
@@ -331,9 +336,10 @@ enum tunep_decision tunep_median_on_result(struct tunep_median *m, int64_t trial
     return TUNEP_CONTINUE;
 }
 
-void tunep_median_on_trial_complete(struct tunep_median *m, int64_t trial_id, int has_result,
-                                    double last_t, double last_score)
+static void median_on_trial_complete(void *self, int64_t trial_id, int has_result, double last_t,
+                                     double last_score)
 {
+    struct tunep_median *m = self;
     struct mtrial *tr = get(m, trial_id);
     if (!tr)
         return;
@@ -350,8 +356,9 @@ void tunep_median_on_trial_complete(struct tunep_median *m, int64_t trial_id, in
         (void)record(m, trial_id, tr, last_t, last_score);
 }
 
-void tunep_median_on_trial_paused(struct tunep_median *m, int64_t trial_id)
+static void median_on_trial_paused(void *self, int64_t trial_id)
 {
+    struct tunep_median *m = self;
     struct mtrial *tr = get(m, trial_id);
     if (!tr || tr->paused)
         return;
@@ -363,8 +370,10 @@ void tunep_median_on_trial_paused(struct tunep_median *m, int64_t trial_id)
     }
 }
 
-enum tunep_next tunep_median_choose(struct tunep_median *m, int new_left, int64_t *ret_id)
+static enum tunep_next median_choose(void *self, int new_left, int64_t n_running, int64_t *ret_id)
 {
+    struct tunep_median *m = self;
+    (void)n_running;
     /* Ray's FIFOScheduler.choose_trial_to_run: PENDING trials first, then PAUSED ones. */
     if (new_left)
         return TUNEP_NEXT_NEW;
@@ -385,8 +394,10 @@ enum tunep_next tunep_median_choose(struct tunep_median *m, int new_left, int64_
     return TUNEP_NEXT_NEW;
 }
 
-void tunep_median_describe(const struct tunep_median *m, struct tunep_buf *buf)
+static void median_describe(const void *self, double sign, struct tunep_buf *buf)
 {
+    const struct tunep_median *m = self;
+    (void)sign;
     tunep_buf_printf(buf, "Median stopping: %zu trials with results, %lld %s, %lld paused\n",
                      m->n_with, (long long)m->num_stopped,
                      m->cfg.hard_stop ? "stopped" : "below the median", (long long)m->num_paused);
@@ -400,4 +411,52 @@ int64_t tunep_median_num_stopped(const struct tunep_median *m)
 int64_t tunep_median_num_paused(const struct tunep_median *m)
 {
     return m->num_paused;
+}
+
+/* ---- the config and the row ------------------------------------------------ */
+
+#define ROW(name_, type_, field, lo_, hi_, def_)                                                   \
+    TUNEP_OPT_ROW(name_, type_, struct tunep_median_config, field, lo_, hi_, def_)
+
+/* Ray's MedianStoppingRule options and defaults. */
+static const struct tunep_option median_options[] = {
+    {.name = "time_attr",
+     .type = TUNEP_OPT_NAME,
+     .offset = offsetof(struct tunep_median_config, time_attr),
+     .hi = sizeof(((struct tunep_median_config *)0)->time_attr),
+     .def_text = "time_total_s"},
+    ROW("grace_period", TUNEP_OPT_REAL, grace_period, 0, HUGE_VAL, 60),
+    ROW("min_samples_required", TUNEP_OPT_WHOLE, min_samples_required, 1, 1e9, 3),
+    ROW("min_time_slice", TUNEP_OPT_REAL, min_time_slice, 0, HUGE_VAL, 0),
+    ROW("hard_stop", TUNEP_OPT_BOOL, hard_stop, 0, 1, 1),
+    {0},
+};
+
+static const char *median_time_attr(const void *config)
+{
+    return ((const struct tunep_median_config *)config)->time_attr;
+}
+
+static const char *const median_aliases[] = {"median_stopping_rule", NULL};
+
+const struct tunep_scheduler_type tunep_median_type = {
+    .name = "median_stopping",
+    .aliases = median_aliases,
+    .title = "Median stopping",
+    .options = median_options,
+    .config_size = sizeof(struct tunep_median_config),
+    .time_attr = median_time_attr,
+    .create = median_new,
+    .free = median_free,
+    .on_trial_add = median_on_trial_add,
+    .on_result = median_on_result,
+    .on_trial_complete = median_on_trial_complete,
+    .on_trial_paused = median_on_trial_paused,
+    .choose = median_choose,
+    .describe = median_describe,
+};
+
+struct tunep_median *tunep_scheduler_median(struct tunep_scheduler *s)
+{
+    return tunep_scheduler_type_of(s) == &tunep_median_type ? tunep_scheduler_state(s) : NULL;
 }

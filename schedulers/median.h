@@ -1,6 +1,7 @@
 /*
- * median.h - private interface of the median stopping rule (median.c), for
- * scheduler.c's dispatch and the tests. See scheduler.h for what each event means.
+ * median.h - the median stopping rule's options and what the tests inspect;
+ * its row (tunep_median_type, in the registry) and state live in median.c.
+ * See scheduler.h for what each event means.
  */
 #ifndef TUNE_MEDIAN_H
 #define TUNE_MEDIAN_H
@@ -10,21 +11,16 @@
 
 #include "schedulers/scheduler.h"
 
-struct tunep_median;
+/* Ray's MedianStoppingRule options ("type": "median_stopping") and defaults. */
+struct tunep_median_config {
+    char time_attr[128];      /* "time_total_s" */
+    double grace_period;      /* 60 */
+    int min_samples_required; /* 3 */
+    double min_time_slice;    /* 0 */
+    int hard_stop;            /* 1: stop a trial below the median; 0: pause it */
+};
 
-tune_status tunep_median_new(const struct tunep_median_config *cfg, struct tunep_median **ret,
-                             tune_error *err);
-void tunep_median_free(struct tunep_median *m);
-tune_status tunep_median_on_trial_add(struct tunep_median *m, int64_t trial_id);
-/* n_waiting: trials waiting to start, from tunep_scheduler_set_waiting(). */
-enum tunep_decision tunep_median_on_result(struct tunep_median *m, int64_t trial_id, int has_t,
-                                           double t, double score, int64_t n_waiting);
-void tunep_median_on_trial_complete(struct tunep_median *m, int64_t trial_id, int has_result,
-                                    double last_t, double last_score);
-void tunep_median_on_trial_paused(struct tunep_median *m, int64_t trial_id);
-enum tunep_next tunep_median_choose(struct tunep_median *m, int new_left, int64_t *ret_id);
-void tunep_median_describe(const struct tunep_median *m, struct tunep_buf *buf);
-const char *tunep_median_time_attr(const struct tunep_median *m);
+struct tunep_median;
 
 /*
  * Inspection for tests: the running mean of a trial's scores with

@@ -18,6 +18,10 @@
  * O(log n) expected, so populations of 10^5 stay cheap. The donor draw comes
  * from a stream seeded by (study seed, trial id, check count): the same seed
  * and the same sequence of events give the same exploits.
+ *
+ * The file ends with PBT's row (scheduler.h): its options as a table
+ * (hyperparam_mutations read by the config layer as a mutation list), and
+ * what other layers must know: it explores by itself and copies checkpoints.
  */
 #include "schedulers/pbt.h"
 
@@ -54,27 +58,9 @@ struct tunep_pbt {
 
 /* ---- construction ---------------------------------------------------------- */
 
-static void mutations_free(struct tunep_pbt_mutation *m, size_t n)
-{
-    for (size_t i = 0; m && i < n; i++) {
-        tunep_free(m[i].name);
-        for (size_t j = 0; m[i].values && j < m[i].n_values; j++)
-            if (m[i].values[j].type == TUNEP_V_STRING)
-                tunep_free((char *)(uintptr_t)m[i].values[j].u.s);
-        tunep_free(m[i].values);
-        tune_space_free(m[i].dist);
-    }
-    tunep_free(m);
-}
-
-void tunep_pbt_mutations_free(struct tunep_pbt_mutation *m, size_t n)
-{
-    mutations_free(m, n);
-}
-
-/* Deep copy of one mutation into dst (zeroed); TUNE_ENOMEM leaves dst for mutations_free. */
-static tune_status mutation_copy(struct tunep_pbt_mutation *dst,
-                                 const struct tunep_pbt_mutation *src)
+/* Deep copy of one mutation into dst (zeroed); TUNE_ENOMEM leaves dst to
+ * tunep_mutations_free(). */
+static tune_status mutation_copy(struct tunep_mutation *dst, const struct tunep_mutation *src)
 {
     dst->param = src->param;
     dst->is_list = src->is_list;
@@ -102,17 +88,22 @@ static tune_status mutation_copy(struct tunep_pbt_mutation *dst,
     return tunep_space_clone(src->dist, &dst->dist, &e) == TUNE_OK ? TUNE_OK : TUNE_ENOMEM;
 }
 
-tune_status tunep_pbt_new(const struct tunep_pbt_config *cfg, const tune_space *space,
-                          uint64_t seed, struct tunep_pbt **ret, tune_error *err)
+static void pbt_free(void *self);
+
+static tune_status pbt_new(const void *config, const tune_space *space, uint64_t seed, void **ret,
+                           tune_error *err)
 {
-    if (!space || !(cfg->perturbation_interval > 0) || !(cfg->burn_in_period >= 0) ||
+    const struct tunep_pbt_config *cfg = config;
+    if (!space)
+        return tunep_error_set(err, TUNE_EINVAL, "pbt: needs the study's space");
+    if (!(cfg->perturbation_interval > 0) || !(cfg->burn_in_period >= 0) ||
         !(cfg->quantile_fraction >= 0 && cfg->quantile_fraction <= 0.5) ||
         !(cfg->resample_probability >= 0 && cfg->resample_probability <= 1) ||
         !isfinite(cfg->perturbation_factors[0]) || !isfinite(cfg->perturbation_factors[1]) ||
-        cfg->n_mutations == 0 || !cfg->mutations)
+        cfg->mutations.n == 0 || !cfg->mutations.v)
         return tunep_error_set(err, TUNE_EINVAL, "pbt: invalid options");
-    for (size_t i = 0; i < cfg->n_mutations; i++) {
-        const struct tunep_pbt_mutation *m = &cfg->mutations[i];
+    for (size_t i = 0; i < cfg->mutations.n; i++) {
+        const struct tunep_mutation *m = &cfg->mutations.v[i];
         if (m->param >= space->n || (m->is_list && (m->n_values == 0 || !m->values)) ||
             (!m->is_list && (!m->dist || m->dist->n != 1)))
             return tunep_error_set(err, TUNE_EINVAL, "pbt: invalid mutation %zu", i);
@@ -122,14 +113,15 @@ tune_status tunep_pbt_new(const struct tunep_pbt_config *cfg, const tune_space *
         return tunep_error_set(err, TUNE_ENOMEM, "pbt: out of memory");
     p->cfg = *cfg;
     p->cfg.time_attr[sizeof p->cfg.time_attr - 1] = '\0';
-    p->cfg.mutations = tunep_calloc(cfg->n_mutations, sizeof *p->cfg.mutations);
-    if (!p->cfg.mutations) {
+    p->cfg.mutations.v = tunep_calloc(cfg->mutations.n, sizeof *p->cfg.mutations.v);
+    p->cfg.mutations.free = tunep_mutations_free;
+    if (!p->cfg.mutations.v) {
         tunep_free(p);
         return tunep_error_set(err, TUNE_ENOMEM, "pbt: out of memory");
     }
-    for (size_t i = 0; i < cfg->n_mutations; i++) {
-        if (mutation_copy(&p->cfg.mutations[i], &cfg->mutations[i]) != TUNE_OK) {
-            tunep_pbt_free(p);
+    for (size_t i = 0; i < cfg->mutations.n; i++) {
+        if (mutation_copy(&p->cfg.mutations.v[i], &cfg->mutations.v[i]) != TUNE_OK) {
+            pbt_free(p);
             return tunep_error_set(err, TUNE_ENOMEM, "pbt: out of memory");
         }
     }
@@ -140,19 +132,15 @@ tune_status tunep_pbt_new(const struct tunep_pbt_config *cfg, const tune_space *
     return TUNE_OK;
 }
 
-void tunep_pbt_free(struct tunep_pbt *p)
+static void pbt_free(void *self)
 {
+    struct tunep_pbt *p = self;
     if (!p)
         return;
-    mutations_free(p->cfg.mutations, p->cfg.n_mutations);
+    tunep_mutations_free(p->cfg.mutations.v, p->cfg.mutations.n);
     tunep_free(p->tr);
     tunep_free(p->heap);
     tunep_free(p);
-}
-
-const char *tunep_pbt_time_attr(const struct tunep_pbt *p)
-{
-    return p->cfg.time_attr;
 }
 
 /* ---- the ranking: a treap with subtree sizes --------------------------------- */
@@ -333,8 +321,10 @@ static struct ptrial *get(const struct tunep_pbt *p, int64_t id)
     return &p->tr[id];
 }
 
-tune_status tunep_pbt_on_trial_add(struct tunep_pbt *p, int64_t trial_id)
+static tune_status pbt_on_trial_add(void *self, int64_t trial_id, double u)
 {
+    struct tunep_pbt *p = self;
+    (void)u;
     if (trial_id < 0)
         return TUNE_EINVAL;
     struct ptrial *x = get(p, trial_id);
@@ -387,9 +377,10 @@ static double donor_uniform(const struct tunep_pbt *p, int64_t id, int64_t check
     return (double)(x >> 11) * 0x1.0p-53;
 }
 
-enum tunep_decision tunep_pbt_on_result(struct tunep_pbt *p, int64_t trial_id, int has_t, double t,
-                                        double score, int64_t n_waiting)
+static enum tunep_decision pbt_on_result(void *self, int64_t trial_id, int has_t, double t,
+                                         double score, int64_t n_waiting)
 {
+    struct tunep_pbt *p = self;
     struct ptrial *x = get(p, trial_id);
     if (!x || !x->live || !has_t || isnan(t))
         return TUNEP_CONTINUE;
@@ -426,8 +417,13 @@ enum tunep_decision tunep_pbt_on_result(struct tunep_pbt *p, int64_t trial_id, i
     return n_waiting > 0 || p->num_paused > 0 ? TUNEP_PAUSE : TUNEP_CONTINUE;
 }
 
-void tunep_pbt_on_trial_complete(struct tunep_pbt *p, int64_t trial_id)
+static void pbt_on_trial_complete(void *self, int64_t trial_id, int has_result, double last_t,
+                                  double last_score)
 {
+    struct tunep_pbt *p = self;
+    (void)has_result;
+    (void)last_t;
+    (void)last_score;
     struct ptrial *x = get(p, trial_id);
     if (!x)
         return;
@@ -441,8 +437,9 @@ void tunep_pbt_on_trial_complete(struct tunep_pbt *p, int64_t trial_id)
     x->live = 0;
 }
 
-void tunep_pbt_on_trial_paused(struct tunep_pbt *p, int64_t trial_id)
+static void pbt_on_trial_paused(void *self, int64_t trial_id)
 {
+    struct tunep_pbt *p = self;
     struct ptrial *x = get(p, trial_id);
     if (!x || !x->live || x->paused)
         return;
@@ -454,8 +451,10 @@ void tunep_pbt_on_trial_paused(struct tunep_pbt *p, int64_t trial_id)
     }
 }
 
-enum tunep_next tunep_pbt_choose(struct tunep_pbt *p, int new_left, int64_t *ret_id)
+static enum tunep_next pbt_choose(void *self, int new_left, int64_t n_running, int64_t *ret_id)
 {
+    struct tunep_pbt *p = self;
+    (void)n_running;
     /* Ray's choose_trial_to_run: the least trained of PENDING and PAUSED trials; a new
      * trial has trained 0, so new ones go first. */
     if (new_left)
@@ -475,8 +474,9 @@ enum tunep_next tunep_pbt_choose(struct tunep_pbt *p, int new_left, int64_t *ret
     return TUNEP_NEXT_NEW;
 }
 
-int64_t tunep_pbt_exploit_donor(const struct tunep_pbt *p, int64_t trial_id)
+static int64_t pbt_exploit_donor(const void *self, int64_t trial_id)
 {
+    const struct tunep_pbt *p = self;
     const struct ptrial *x = get(p, trial_id);
     return x ? x->donor : -1;
 }
@@ -587,9 +587,10 @@ static void perturb(const struct tunep_param *d, const struct tunep_value *cur, 
     }
 }
 
-void tunep_pbt_explore(struct tunep_pbt *p, int64_t trial_id,
-                       const struct tunep_value *donor_values, gsl_rng *r, struct tunep_value *out)
+static void pbt_explore(void *self, int64_t trial_id, const struct tunep_value *donor_values,
+                        gsl_rng *r, struct tunep_value *out)
 {
+    struct tunep_pbt *p = self;
     struct ptrial *x = get(p, trial_id);
     if (x && x->donor >= 0) {
         /* Ray's _exploit: "Transfer over the last perturbation time as well". */
@@ -600,8 +601,8 @@ void tunep_pbt_explore(struct tunep_pbt *p, int64_t trial_id,
         p->num_exploits++;
     }
     memcpy(out, donor_values, p->n_params * sizeof *out);
-    for (size_t i = 0; i < p->cfg.n_mutations; i++) {
-        const struct tunep_pbt_mutation *m = &p->cfg.mutations[i];
+    for (size_t i = 0; i < p->cfg.mutations.n; i++) {
+        const struct tunep_mutation *m = &p->cfg.mutations.v[i];
         const struct tunep_value *cur = &donor_values[m->param];
         struct tunep_value *dst = &out[m->param];
         /* Ray draws random.random() first, then looks the value up. */
@@ -637,8 +638,9 @@ void tunep_pbt_explore(struct tunep_pbt *p, int64_t trial_id,
 
 /* ---- display and inspection ---------------------------------------------------- */
 
-void tunep_pbt_describe(const struct tunep_pbt *p, double sign, struct tunep_buf *buf)
+static void pbt_describe(const void *self, double sign, struct tunep_buf *buf)
 {
+    const struct tunep_pbt *p = self;
     size_t n = (size_t)size_of(p, p->root);
     size_t q = tunep_pbt_quantile_size(p->cfg.quantile_fraction, n);
     tunep_buf_printf(buf, "PBT: %zu trials ranked, %lld checks, %lld exploits, %lld paused", n,
@@ -671,4 +673,91 @@ int tunep_pbt_rank(const struct tunep_pbt *p, int64_t trial_id, size_t *ret_rank
 int64_t tunep_pbt_num_exploits(const struct tunep_pbt *p)
 {
     return p->num_exploits;
+}
+
+/* ---- the config and the row ------------------------------------------------ */
+
+#define ROW(name_, type_, field, lo_, hi_, def_)                                                   \
+    TUNEP_OPT_ROW(name_, type_, struct tunep_pbt_config, field, lo_, hi_, def_)
+
+/* Ray's perturbation factors (1.2, 0.8): element i of "perturbation_factors". */
+static const struct tunep_option pbt_factors[] = {
+    ROW("0", TUNEP_OPT_REAL_GT, perturbation_factors[0], 0, HUGE_VAL, 1.2),
+    ROW("1", TUNEP_OPT_REAL_GT, perturbation_factors[1], 0, HUGE_VAL, 0.8),
+    {0},
+};
+
+/* Ray's PopulationBasedTraining options and defaults, except time_attr (configs/README.md);
+ * Ray checks 0 <= quantile_fraction <= 0.5 and perturbation_interval > 0. */
+static const struct tunep_option pbt_options[] = {
+    {.name = "time_attr",
+     .type = TUNEP_OPT_NAME,
+     .offset = offsetof(struct tunep_pbt_config, time_attr),
+     .hi = sizeof(((struct tunep_pbt_config *)0)->time_attr),
+     .def_text = "training_iteration"},
+    ROW("perturbation_interval", TUNEP_OPT_REAL_GT, perturbation_interval, 0, HUGE_VAL, 60),
+    ROW("burn_in_period", TUNEP_OPT_REAL, burn_in_period, 0, HUGE_VAL, 0),
+    ROW("quantile_fraction", TUNEP_OPT_REAL, quantile_fraction, 0, 0.5, 0.25),
+    ROW("resample_probability", TUNEP_OPT_REAL, resample_probability, 0, 1, 0.25),
+    {.name = "perturbation_factors",
+     .type = TUNEP_OPT_TUPLE,
+     .sub = pbt_factors,
+     .expected = "two numbers such as [1.2, 0.8]"},
+    {.name = "hyperparam_mutations",
+     .type = TUNEP_OPT_MUTATIONS,
+     .offset = offsetof(struct tunep_pbt_config, mutations),
+     .expected = "an object such as {\"lr\": {\"loguniform\": [1e-5, 1e-1]}, "
+                 "\"batch_size\": [16, 32, 64]}"},
+    {0},
+};
+
+/* PBT explores nothing without mutations: Ray requires hyperparam_mutations too. */
+static tune_status pbt_check(const void *config, uint64_t given, struct tunep_opt_error *e)
+{
+    (void)given;
+    if (((const struct tunep_pbt_config *)config)->mutations.n > 0)
+        return TUNE_OK;
+    return tunep_opt_fail(e, "", 0,
+                          "pbt needs \"hyperparam_mutations\": the parameters it explores, "
+                          "e.g. {\"lr\": {\"loguniform\": [1e-5, 1e-1]}}");
+}
+
+static const char *pbt_time_attr(const void *config)
+{
+    return ((const struct tunep_pbt_config *)config)->time_attr;
+}
+
+/* A donor's checkpoint is at most one perturbation interval old when a trial exploits it. */
+static double pbt_checkpoint_interval(const void *config)
+{
+    return ((const struct tunep_pbt_config *)config)->perturbation_interval;
+}
+
+static const char *const pbt_aliases[] = {"population_based_training", NULL};
+
+const struct tunep_scheduler_type tunep_pbt_type = {
+    .name = "pbt",
+    .aliases = pbt_aliases,
+    .title = "PBT",
+    .flags = TUNEP_SCHEDULER_EXPLORES,
+    .options = pbt_options,
+    .config_size = sizeof(struct tunep_pbt_config),
+    .check = pbt_check,
+    .time_attr = pbt_time_attr,
+    .checkpoint_interval = pbt_checkpoint_interval,
+    .create = pbt_new,
+    .free = pbt_free,
+    .on_trial_add = pbt_on_trial_add,
+    .on_result = pbt_on_result,
+    .on_trial_complete = pbt_on_trial_complete,
+    .on_trial_paused = pbt_on_trial_paused,
+    .choose = pbt_choose,
+    .exploit_donor = pbt_exploit_donor,
+    .explore = pbt_explore,
+    .describe = pbt_describe,
+};
+
+struct tunep_pbt *tunep_scheduler_pbt(struct tunep_scheduler *s)
+{
+    return tunep_scheduler_type_of(s) == &tunep_pbt_type ? tunep_scheduler_state(s) : NULL;
 }

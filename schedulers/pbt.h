@@ -1,6 +1,7 @@
 /*
- * pbt.h - private interface of population based training (pbt.c), for
- * scheduler.c's dispatch and the tests. See scheduler.h for what each event means.
+ * pbt.h - population based training's options and what the tests inspect;
+ * its row (tunep_pbt_type, in the registry) and state live in pbt.c. See
+ * scheduler.h for what each event means.
  */
 #ifndef TUNE_PBT_H
 #define TUNE_PBT_H
@@ -10,34 +11,19 @@
 
 #include "schedulers/scheduler.h"
 
-struct tunep_pbt;
+/* Ray's PopulationBasedTraining options ("type": "pbt") and defaults. */
+struct tunep_pbt_config {
+    char time_attr[128];            /* "training_iteration" (Ray: "time_total_s") */
+    double perturbation_interval;   /* 60 */
+    double burn_in_period;          /* 0 */
+    double quantile_fraction;       /* 0.25 */
+    double resample_probability;    /* 0.25 */
+    double perturbation_factors[2]; /* 1.2, 0.8 */
+    struct tunep_mutations mutations; /* "hyperparam_mutations": at least one; the scheduler
+                                       * copies them, and each needs its param resolved */
+};
 
-/*
- * The mutations are deep-copied; `space` is only read for its parameter
- * count (explore() writes space->n values). TUNE_EINVAL when a mutation is
- * unresolved (param SIZE_MAX) or out of range, or an option is out of range.
- */
-tune_status tunep_pbt_new(const struct tunep_pbt_config *cfg, const tune_space *space,
-                          uint64_t seed, struct tunep_pbt **ret, tune_error *err);
-void tunep_pbt_free(struct tunep_pbt *p);
-/* Frees n mutations (names, values, strings, spaces) and the array; NULL is fine. */
-void tunep_pbt_mutations_free(struct tunep_pbt_mutation *m, size_t n);
-tune_status tunep_pbt_on_trial_add(struct tunep_pbt *p, int64_t trial_id);
-enum tunep_decision tunep_pbt_on_result(struct tunep_pbt *p, int64_t trial_id, int has_t, double t,
-                                        double score, int64_t n_waiting);
-void tunep_pbt_on_trial_complete(struct tunep_pbt *p, int64_t trial_id);
-void tunep_pbt_on_trial_paused(struct tunep_pbt *p, int64_t trial_id);
-enum tunep_next tunep_pbt_choose(struct tunep_pbt *p, int new_left, int64_t *ret_id);
-int64_t tunep_pbt_exploit_donor(const struct tunep_pbt *p, int64_t trial_id);
-/*
- * The controller exploits: the trial takes the donor's check times (Ray's
- * _exploit; not done at the EXPLOIT answer, since the controller may decline
- * when the donor has no checkpoint) and out gets the explored configuration.
- */
-void tunep_pbt_explore(struct tunep_pbt *p, int64_t trial_id,
-                       const struct tunep_value *donor_values, gsl_rng *r, struct tunep_value *out);
-void tunep_pbt_describe(const struct tunep_pbt *p, double sign, struct tunep_buf *buf);
-const char *tunep_pbt_time_attr(const struct tunep_pbt *p);
+struct tunep_pbt;
 
 /*
  * Inspection for tests: the number of live trials ranked (those with a score

@@ -42,7 +42,7 @@
 
 #include "base/file_io.h"
 #include "config/config.h"
-#include "schedulers/asha.h"
+#include "schedulers/scheduler.h"
 /* report_css and report_js: store/report/report.css and report.js, embedded at build time. */
 #include "report_assets.h"
 
@@ -340,21 +340,12 @@ static tune_status curve_point(void *ud, int64_t trial_id, int attempt, int64_t 
 
 /* ---- the page --------------------------------------------------------------- */
 
-/* ASHA's rung milestones, ascending: grace_period * reduction_factor^k (bracket 0 holds all). */
-static void asha_rungs(const struct tunep_asha_config *c, struct tunep_buf *json,
-                       struct tunep_buf *html)
-{
-    int n = tunep_asha_rung_count(c, 0);
-    for (int k = 0; k < n && k < TUNEP_ASHA_MAX_RUNGS; k++) {
-        char num[40];
-        tunep_format_double(num, sizeof num, c->grace_period * pow(c->reduction_factor, k));
-        if (json)
-            tunep_buf_printf(json, "%s%s", k ? "," : "", num);
-        tunep_buf_printf(html, "%s%s", k ? ", " : "", num);
-    }
-}
 
-/* The scheduler line of the summary, and the rungs the curves plot mark. */
+/* Rung milestones the curves can mark: the same 64 a trial's rung mask holds at most. */
+#define REPORT_MAX_RUNGS 64
+
+/* The scheduler line of the summary (its row's summary and rungs), and the rungs the curves
+ * plot mark. */
 static void scheduler_info(const struct tunep_store_experiment_row *exp, const char *source,
                            struct tunep_buf *html, struct tunep_buf *json)
 {
@@ -367,29 +358,36 @@ static void scheduler_info(const struct tunep_store_experiment_row *exp, const c
         return;
     }
     const char *time_attr = "training_iteration";
-    if (cfg.scheduler.type == TUNEP_SCHED_ASHA) {
-        const struct tunep_asha_config *a = &cfg.scheduler.asha;
-        char num[3][40];
-        tunep_format_double(num[0], sizeof num[0], a->grace_period);
-        tunep_format_double(num[1], sizeof num[1], a->reduction_factor);
-        tunep_format_double(num[2], sizeof num[2], a->max_t);
-        tunep_buf_printf(html,
-                         "ASHA: grace_period %s, reduction_factor %s, max_t %s, brackets %d"
-                         "; rungs at <code>",
-                         num[0], num[1], num[2], a->brackets);
-        html_text(html, a->time_attr);
+    const struct tunep_scheduler_type *sched = cfg.scheduler.type;
+    if (sched->summary) {
+        struct tunep_buf line;
+        tunep_buf_init(&line);
+        sched->summary(cfg.scheduler.cfg, &line);
+        html_text(html, line.data ? line.data : "");
+        tunep_buf_done(&line);
+    } else {
+        tunep_buf_puts(html, "see the stored config");
+    }
+    if (sched->rungs) {
+        const char *attr = tunep_scheduler_config_time_attr(&cfg.scheduler);
+        tunep_buf_puts(html, "; rungs at <code>");
+        html_text(html, attr);
         tunep_buf_puts(html, "</code> = ");
         /* The curves are drawn against training_iteration: other time attributes
          * get their rungs listed here, not drawn. */
-        int drawn = strcmp(a->time_attr, "training_iteration") == 0;
-        asha_rungs(a, drawn ? json : NULL, html);
+        int drawn = strcmp(attr, "training_iteration") == 0;
+        double rungs[REPORT_MAX_RUNGS];
+        size_t n = sched->rungs(cfg.scheduler.cfg, rungs, REPORT_MAX_RUNGS);
+        for (size_t k = 0; k < n; k++) {
+            char num[40];
+            tunep_format_double(num, sizeof num, rungs[k]);
+            if (drawn)
+                tunep_buf_printf(json, "%s%s", k ? "," : "", num);
+            tunep_buf_printf(html, "%s%s", k ? ", " : "", num);
+        }
         if (!drawn) {
             tunep_buf_puts(html, " (not drawn: the curves are against training_iteration)");
         }
-    } else if (cfg.scheduler.type == TUNEP_SCHED_FIFO) {
-        tunep_buf_puts(html, "FIFO: every trial runs to its end");
-    } else {
-        tunep_buf_puts(html, "see the stored config");
     }
     tunep_buf_puts(json, "],\"time_attr\":");
     json_string(json, time_attr);

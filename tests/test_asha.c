@@ -19,24 +19,32 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static struct tunep_scheduler_config asha_config(double grace, double max_t, double rf,
-                                                 int brackets, int stop_last)
+static const struct tunep_scheduler_type *asha_type(void)
 {
-    struct tunep_scheduler_config c;
-    tunep_scheduler_config_default(&c);
-    c.type = TUNEP_SCHED_ASHA;
-    c.asha.grace_period = grace;
-    c.asha.max_t = max_t;
-    c.asha.reduction_factor = rf;
-    c.asha.brackets = brackets;
-    c.asha.stop_last_trials = stop_last;
-    return c;
+    const struct tunep_scheduler_type *t = tunep_scheduler_find("asha");
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* An ASHA config whose options live in *a (caller storage, at the defaults but for these). */
+static struct tunep_scheduler_config asha_config(struct tunep_asha_config *a, double grace,
+                                                 double max_t, double rf, int brackets,
+                                                 int stop_last)
+{
+    ck_assert_int_eq(tunep_options_default(asha_type()->options, a), 0);
+    a->grace_period = grace;
+    a->max_t = max_t;
+    a->reduction_factor = rf;
+    a->brackets = brackets;
+    a->stop_last_trials = stop_last;
+    return (struct tunep_scheduler_config){asha_type(), a};
 }
 
 static struct tunep_scheduler *new_asha(double grace, double max_t, double rf, int brackets,
                                         int stop_last)
 {
-    struct tunep_scheduler_config c = asha_config(grace, max_t, rf, brackets, stop_last);
+    struct tunep_asha_config a;
+    struct tunep_scheduler_config c = asha_config(&a, grace, max_t, rf, brackets, stop_last);
     struct tunep_scheduler *s = NULL;
     tune_error err;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_OK);
@@ -190,15 +198,16 @@ START_TEST(test_new_rejects_bad_options)
 {
     struct tunep_scheduler *s = NULL;
     tune_error err;
-    struct tunep_scheduler_config c = asha_config(1, 100, 1, 1, 1);
+    struct tunep_asha_config a;
+    struct tunep_scheduler_config c = asha_config(&a, 1, 100, 1, 1, 1);
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
-    c = asha_config(0, 100, 4, 1, 1);
+    c = asha_config(&a, 0, 100, 4, 1, 1);
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
-    c = asha_config(200, 100, 4, 1, 1);
+    c = asha_config(&a, 200, 100, 4, 1, 1);
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
-    c = asha_config(1, 100, 4, 0, 1);
+    c = asha_config(&a, 1, 100, 4, 0, 1);
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
-    c = asha_config(1, 1e6, 1.01, 1, 1); /* 1389 rungs */
+    c = asha_config(&a, 1, 1e6, 1.01, 1, 1); /* 1389 rungs */
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_EINVAL);
     ck_assert_ptr_null(s);
 }
@@ -450,13 +459,20 @@ START_TEST(test_fifo)
 {
     struct tunep_scheduler_config c;
     tunep_scheduler_config_default(&c);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_FIFO);
-    ck_assert_str_eq(c.asha.time_attr, "training_iteration");
-    ck_assert_double_eq(c.asha.max_t, 100);
-    ck_assert_double_eq(c.asha.grace_period, 1);
-    ck_assert_double_eq(c.asha.reduction_factor, 4);
-    ck_assert_int_eq(c.asha.brackets, 1);
-    ck_assert_int_eq(c.asha.stop_last_trials, 1);
+    ck_assert_ptr_eq(c.type, tunep_scheduler_find("fifo"));
+    ck_assert_ptr_null(c.cfg); /* FIFO has no options */
+    /* ASHA's defaults are Ray's */
+    struct tunep_scheduler_config ca;
+    ck_assert_int_eq(tunep_scheduler_config_init(&ca, asha_type(), NULL), TUNE_OK);
+    struct tunep_asha_config *a = ca.cfg;
+    ck_assert_str_eq(a->time_attr, "training_iteration");
+    ck_assert_double_eq(a->max_t, 100);
+    ck_assert_double_eq(a->grace_period, 1);
+    ck_assert_double_eq(a->reduction_factor, 4);
+    ck_assert_int_eq(a->brackets, 1);
+    ck_assert_int_eq(a->stop_last_trials, 1);
+    ck_assert_int_eq(a->promotion, 0);
+    ck_assert_ptr_eq(tunep_scheduler_find("async_hyperband"), asha_type()); /* Ray's name */
     struct tunep_scheduler *s = NULL;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
     ck_assert_ptr_null(tunep_scheduler_asha(s));
@@ -475,9 +491,10 @@ START_TEST(test_fifo)
     tunep_scheduler_free(s);
     tunep_scheduler_free(NULL);
 
-    c.type = TUNEP_SCHED_ASHA;
-    strcpy(c.asha.time_attr, "epoch");
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    strcpy(a->time_attr, "epoch");
+    ck_assert_int_eq(tunep_scheduler_new(&ca, NULL, 0, &s, NULL), TUNE_OK);
+    tunep_scheduler_config_done(&ca); /* the scheduler keeps its own copy */
+    ck_assert_ptr_eq(ca.type, c.type);
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "epoch");
     tunep_scheduler_free(s);
 }
@@ -550,7 +567,8 @@ START_TEST(test_alloc_failures)
 {
     int failures = 0;
     for (long n = 0;; n++) {
-        struct tunep_scheduler_config c = asha_config(1, 100, 4, 3, 1);
+        struct tunep_asha_config opts;
+        struct tunep_scheduler_config c = asha_config(&opts, 1, 100, 4, 3, 1);
         struct tunep_scheduler *s = NULL;
         tune_error err;
         tune_test_alloc_fail_after(n); /* jansson's test_chaos: the n-th allocation fails */
@@ -586,8 +604,9 @@ END_TEST
 static struct tunep_scheduler *new_promotion(double grace, double max_t, double rf, int brackets,
                                              int stop_last)
 {
-    struct tunep_scheduler_config c = asha_config(grace, max_t, rf, brackets, stop_last);
-    c.asha.promotion = 1;
+    struct tunep_asha_config a;
+    struct tunep_scheduler_config c = asha_config(&a, grace, max_t, rf, brackets, stop_last);
+    a.promotion = 1;
     struct tunep_scheduler *s = NULL;
     tune_error err;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_OK);
@@ -856,8 +875,9 @@ START_TEST(test_promotion_alloc_failures)
 {
     int failures = 0;
     for (long n = 0;; n++) {
-        struct tunep_scheduler_config c = asha_config(1, 100, 4, 3, 1);
-        c.asha.promotion = 1;
+        struct tunep_asha_config a;
+        struct tunep_scheduler_config c = asha_config(&a, 1, 100, 4, 3, 1);
+        a.promotion = 1;
         struct tunep_scheduler *s = NULL;
         tune_error err;
         tune_test_alloc_fail_after(n);
@@ -914,29 +934,33 @@ START_TEST(test_config_ok)
                            "\"brackets\": 2.0, \"stop_last_trials\": false}}",
                            &c, &err),
                      TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_ASHA);
-    ck_assert_str_eq(c.asha.time_attr, "epoch");
-    ck_assert_double_eq(c.asha.max_t, 81);
-    ck_assert_double_eq(c.asha.grace_period, 1.5);
-    ck_assert_double_eq(c.asha.reduction_factor, 3);
-    ck_assert_int_eq(c.asha.brackets, 2);
-    ck_assert_int_eq(c.asha.stop_last_trials, 0);
+    ck_assert_ptr_eq(c.type, asha_type());
+    const struct tunep_asha_config *a = c.cfg;
+    ck_assert_str_eq(a->time_attr, "epoch");
+    ck_assert_double_eq(a->max_t, 81);
+    ck_assert_double_eq(a->grace_period, 1.5);
+    ck_assert_double_eq(a->reduction_factor, 3);
+    ck_assert_int_eq(a->brackets, 2);
+    ck_assert_int_eq(a->stop_last_trials, 0);
+    tunep_scheduler_config_done(&c);
 
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"async_hyperband\"}}", &c, &err), TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_ASHA);
-    ck_assert_double_eq(c.asha.max_t, 100);
-    ck_assert_double_eq(c.asha.grace_period, 1);
-    ck_assert_double_eq(c.asha.reduction_factor, 4);
-    ck_assert_int_eq(c.asha.brackets, 1);
-    ck_assert_int_eq(c.asha.stop_last_trials, 1);
-    ck_assert_str_eq(c.asha.time_attr, "training_iteration");
+    ck_assert_ptr_eq(c.type, asha_type());
+    a = c.cfg;
+    ck_assert_double_eq(a->max_t, 100);
+    ck_assert_double_eq(a->grace_period, 1);
+    ck_assert_double_eq(a->reduction_factor, 4);
+    ck_assert_int_eq(a->brackets, 1);
+    ck_assert_int_eq(a->stop_last_trials, 1);
+    ck_assert_str_eq(a->time_attr, "training_iteration");
+    tunep_scheduler_config_done(&c);
 
-    c.type = TUNEP_SCHED_ASHA;
+    c.type = asha_type();
     ck_assert_int_eq(parse("{\"scheduler\": {}}", &c, &err), TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_FIFO);
-    c.type = TUNEP_SCHED_ASHA;
+    ck_assert_ptr_eq(c.type, tunep_scheduler_find("fifo"));
+    c.type = asha_type();
     ck_assert_int_eq(parse("{\"scheduler\": {\"type\": \"fifo\"}}", &c, &err), TUNE_OK);
-    ck_assert_int_eq(c.type, TUNEP_SCHED_FIFO);
+    ck_assert_ptr_eq(c.type, tunep_scheduler_find("fifo"));
 }
 END_TEST
 

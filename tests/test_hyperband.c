@@ -18,15 +18,30 @@
 #include "schedulers/hyperband.h"
 #include "schedulers/scheduler.h"
 
-static struct tunep_scheduler_config hb_config(double max_t, double eta, int stop_last)
+static const struct tunep_scheduler_type *hyperband_type(void)
 {
-    struct tunep_scheduler_config c;
-    tunep_scheduler_config_default(&c);
-    c.type = TUNEP_SCHED_HYPERBAND;
-    c.hyperband.max_t = max_t;
-    c.hyperband.reduction_factor = eta;
-    c.hyperband.stop_last_trials = stop_last;
+    const struct tunep_scheduler_type *t = tunep_scheduler_find("hyperband");
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* HyperBand's options: the defaults but for these. */
+static struct tunep_hyperband_config hb_config(double max_t, double eta, int stop_last)
+{
+    struct tunep_hyperband_config c;
+    ck_assert_int_eq(tunep_options_default(hyperband_type()->options, &c), 0);
+    c.max_t = max_t;
+    c.reduction_factor = eta;
+    c.stop_last_trials = stop_last;
     return c;
+}
+
+/* A HyperBand scheduler with the options in *c. */
+static tune_status hb_new(struct tunep_hyperband_config *c, struct tunep_scheduler **ret,
+                          tune_error *err)
+{
+    struct tunep_scheduler_config sc = {hyperband_type(), c}; /* borrows *c */
+    return tunep_scheduler_new(&sc, NULL, 0, ret, err);
 }
 
 static struct tunep_hyperband *hb_of(struct tunep_scheduler *s)
@@ -40,20 +55,20 @@ static struct tunep_hyperband *hb_of(struct tunep_scheduler *s)
 
 START_TEST(test_paper_table)
 {
-    struct tunep_scheduler_config c = hb_config(81, 3, 1);
+    struct tunep_hyperband_config c = hb_config(81, 3, 1);
     /* Table 1 of the paper: (n_i, r_i) for each bracket s and round i. */
     static const int64_t want_n[5][5] = {
         {5}, {8, 2}, {15, 5, 1}, {34, 11, 3, 1}, {81, 27, 9, 3, 1}};
     static const double want_r[5][5] = {
         {81}, {27, 81}, {9, 27, 81}, {3, 9, 27, 81}, {1, 3, 9, 27, 81}};
-    int s_max = tunep_hyperband_s_max(&c.hyperband);
+    int s_max = tunep_hyperband_s_max(&c);
     ck_assert_int_eq(s_max, 4); /* log(81)/log(3) is 4.000000000000001 in doubles */
     for (int s = 0; s <= 4; s++) {
-        int64_t n = tunep_hyperband_bracket_n(&c.hyperband, s_max, s);
+        int64_t n = tunep_hyperband_bracket_n(&c, s_max, s);
         ck_assert_int_eq(n, want_n[s][0]);
         for (int i = 0; i <= s; i++) {
-            ck_assert_int_eq(tunep_hyperband_round_n(&c.hyperband, n, i), want_n[s][i]);
-            ck_assert_double_eq(tunep_hyperband_round_r(&c.hyperband, s, i), want_r[s][i]);
+            ck_assert_int_eq(tunep_hyperband_round_n(&c, n, i), want_n[s][i]);
+            ck_assert_double_eq(tunep_hyperband_round_r(&c, s, i), want_r[s][i]);
         }
     }
 
@@ -68,20 +83,20 @@ START_TEST(test_paper_table)
         {0.5, 3, 0},   {64, 4, 3}, {100, 2.5, 5}, /* 2.5^5 = 97.66 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct tunep_scheduler_config ci = hb_config(cases[i].max_t, cases[i].eta, 1);
-        ck_assert_msg(tunep_hyperband_s_max(&ci.hyperband) == cases[i].s_max, "case %zu", i);
+        struct tunep_hyperband_config ci = hb_config(cases[i].max_t, cases[i].eta, 1);
+        ck_assert_msg(tunep_hyperband_s_max(&ci) == cases[i].s_max, "case %zu", i);
     }
     /* R=1000, eta=10: n = ceil(4 * 10^s / (s + 1)) = 4, 20, 134, 1000 */
-    struct tunep_scheduler_config c2 = hb_config(1000, 10, 1);
+    struct tunep_hyperband_config c2 = hb_config(1000, 10, 1);
     static const int64_t n1000[4] = {4, 20, 134, 1000};
     for (int s = 0; s <= 3; s++)
-        ck_assert_int_eq(tunep_hyperband_bracket_n(&c2.hyperband, 3, s), n1000[s]);
+        ck_assert_int_eq(tunep_hyperband_bracket_n(&c2, 3, s), n1000[s]);
     /* A smaller last bracket: its rounds shrink with it, at least 1 trial. */
-    ck_assert_int_eq(tunep_hyperband_round_n(&c.hyperband, 9, 0), 9);
-    ck_assert_int_eq(tunep_hyperband_round_n(&c.hyperband, 9, 1), 3);
-    ck_assert_int_eq(tunep_hyperband_round_n(&c.hyperband, 9, 2), 1);
-    ck_assert_int_eq(tunep_hyperband_round_n(&c.hyperband, 9, 3), 1);
-    ck_assert_int_eq(tunep_hyperband_round_n(&c.hyperband, 2, 1), 1);
+    ck_assert_int_eq(tunep_hyperband_round_n(&c, 9, 0), 9);
+    ck_assert_int_eq(tunep_hyperband_round_n(&c, 9, 1), 3);
+    ck_assert_int_eq(tunep_hyperband_round_n(&c, 9, 2), 1);
+    ck_assert_int_eq(tunep_hyperband_round_n(&c, 9, 3), 1);
+    ck_assert_int_eq(tunep_hyperband_round_n(&c, 2, 1), 1);
 }
 END_TEST
 
@@ -226,7 +241,7 @@ static int reached(const struct sim *m, int64_t id, double r)
  * (all of which paused exactly at r_i, or ended at max_t in the last round),
  * and round i + 1's participants are the top n_{i+1} of round i by score.
  */
-static void check_bracket(const struct sim *m, int64_t br, const struct tunep_scheduler_config *c)
+static void check_bracket(const struct sim *m, int64_t br, const struct tunep_hyperband_config *c)
 {
     struct tunep_hyperband *h = hb_of(m->s);
     int s, round;
@@ -237,8 +252,8 @@ static void check_bracket(const struct sim *m, int64_t br, const struct tunep_sc
     int64_t n_part = bracket_members(m, br, part);
     ck_assert_int_eq(n_part, n_members);
     for (int i = 0; i <= s; i++) {
-        int64_t want = tunep_hyperband_round_n(&c->hyperband, n_members, i);
-        double r = tunep_hyperband_round_r(&c->hyperband, s, i);
+        int64_t want = tunep_hyperband_round_n(c, n_members, i);
+        double r = tunep_hyperband_round_r(c, s, i);
         int skipped = n_part == 1 && i > 0 && i < s; /* a lone survivor runs straight to R */
         ck_assert_msg(n_part == want, "bracket %lld round %d: %lld trials, want %lld",
                       (long long)br, i, (long long)n_part, (long long)want);
@@ -256,14 +271,14 @@ static void check_bracket(const struct sim *m, int64_t br, const struct tunep_sc
         if (i == s) {
             for (int64_t j = 0; j < n_part; j++) {
                 ck_assert_int_eq(m->state[part[j]], 3);
-                ck_assert_double_eq(m->end_t[part[j]], c->hyperband.max_t);
+                ck_assert_double_eq(m->end_t[part[j]], c->max_t);
             }
             break;
         }
         /* survivors: exactly the top n_{i+1} by score; the rest stopped at r_i */
         qsort(part, (size_t)n_part, sizeof *part, by_score_desc);
-        int64_t keep = tunep_hyperband_round_n(&c->hyperband, n_members, i + 1);
-        double r_next = tunep_hyperband_round_r(&c->hyperband, s, i + 1);
+        int64_t keep = tunep_hyperband_round_n(c, n_members, i + 1);
+        double r_next = tunep_hyperband_round_r(c, s, i + 1);
         int64_t n_next = 0;
         for (int64_t j = 0; j < n_part; j++) {
             int64_t id = part[j];
@@ -284,12 +299,12 @@ static void check_bracket(const struct sim *m, int64_t br, const struct tunep_sc
     free(next);
 }
 
-static struct sim *sim_new(struct tunep_scheduler_config *c, int64_t total, int workers)
+static struct sim *sim_new(struct tunep_hyperband_config *c, int64_t total, int workers)
 {
     struct sim *m = calloc(1, sizeof *m);
     ck_assert_ptr_nonnull(m);
     tune_error err;
-    ck_assert_int_eq(tunep_scheduler_new(c, NULL, 0, &m->s, &err), TUNE_OK);
+    ck_assert_int_eq(hb_new(c, &m->s, &err), TUNE_OK);
     m->total = total;
     m->workers = workers;
     m->step = 1;
@@ -305,7 +320,7 @@ static void sim_free(struct sim *m)
 START_TEST(test_full_band)
 {
     /* One band of R = 81, eta = 3: 81 + 34 + 15 + 8 + 5 = 143 trials on 7 workers. */
-    struct tunep_scheduler_config c = hb_config(81, 3, 1);
+    struct tunep_hyperband_config c = hb_config(81, 3, 1);
     struct sim *m = sim_new(&c, 143, 7);
     run_sim(m);
     struct tunep_hyperband *h = hb_of(m->s);
@@ -351,7 +366,7 @@ START_TEST(test_two_bands_one_worker_and_many)
      * when no trial is left, rounds of 19, 6, 2, 1). Same checks with 1 and 40 workers. */
     int workers[2] = {1, 40};
     for (int w = 0; w < 2; w++) {
-        struct tunep_scheduler_config c = hb_config(81, 3, 1);
+        struct tunep_hyperband_config c = hb_config(81, 3, 1);
         struct sim *m = sim_new(&c, 243, workers[w]);
         run_sim(m);
         struct tunep_hyperband *h = hb_of(m->s);
@@ -373,7 +388,7 @@ START_TEST(test_small_study_lone_survivor)
 {
     /* 85 trials: bracket s=3 gets 4 (rounds of 4, 1, 1, 1): its winner pauses at r=3 and
      * then runs straight to 81 without pausing at 9 and 27. */
-    struct tunep_scheduler_config c = hb_config(81, 3, 1);
+    struct tunep_hyperband_config c = hb_config(81, 3, 1);
     struct sim *m = sim_new(&c, 85, 3);
     run_sim(m);
     struct tunep_hyperband *h = hb_of(m->s);
@@ -395,9 +410,9 @@ END_TEST
 START_TEST(test_error_and_early_end)
 {
     /* R = 9, eta = 3: bracket s=2 has 9 trials, rounds (9 at 1), (3 at 3), (1 at 9). */
-    struct tunep_scheduler_config c = hb_config(9, 3, 1);
+    struct tunep_hyperband_config c = hb_config(9, 3, 1);
     struct tunep_scheduler *s = NULL;
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(hb_new(&c, &s, NULL), TUNE_OK);
     struct tunep_hyperband *h = hb_of(s);
     for (int64_t i = 0; i < 9; i++)
         ck_assert_int_eq(tunep_scheduler_on_trial_add(s, i, 0.0), TUNE_OK);
@@ -472,9 +487,9 @@ END_TEST
 START_TEST(test_stop_last_trials_false)
 {
     /* R = 3, eta = 3: brackets s=1 (n = ceil(2 * 3 / 2) = 3 at r = 1) and s=0 (2 at 3). */
-    struct tunep_scheduler_config c = hb_config(3, 3, 0);
+    struct tunep_hyperband_config c = hb_config(3, 3, 0);
     struct tunep_scheduler *s = NULL;
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(hb_new(&c, &s, NULL), TUNE_OK);
     for (int64_t i = 0; i < 5; i++)
         ck_assert_int_eq(tunep_scheduler_on_trial_add(s, i, 0.0), TUNE_OK);
     /* Bracket s=0: its only round is the last; without stop_last_trials it never ends. */
@@ -493,7 +508,7 @@ START_TEST(test_stop_last_trials_false)
 
     /* With it (the default), max_t terminates even a trial that is not in its last round. */
     c = hb_config(3, 3, 1);
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(hb_new(&c, &s, NULL), TUNE_OK);
     ck_assert_int_eq(tunep_scheduler_on_trial_add(s, 0, 0.0), TUNE_OK);
     ck_assert_int_eq(tunep_scheduler_on_result(s, 0, 1, 5, 0.1), TUNEP_TERMINATE);
     tunep_scheduler_free(s);
@@ -502,9 +517,9 @@ END_TEST
 
 START_TEST(test_describe)
 {
-    struct tunep_scheduler_config c = hb_config(9, 3, 1);
+    struct tunep_hyperband_config c = hb_config(9, 3, 1);
     struct tunep_scheduler *s = NULL;
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(hb_new(&c, &s, NULL), TUNE_OK);
     for (int64_t i = 0; i < 4; i++)
         tunep_scheduler_on_trial_add(s, i, 0.0);
     tunep_scheduler_on_result(s, 0, 1, 1, 0.5);
@@ -526,9 +541,9 @@ START_TEST(test_100k_trials)
     /* 10^5 trials through bands of 143, each report jumping to its round's milestone: the
      * bookkeeping must stay O(log n) amortised per report. */
     enum { N = 100000 };
-    struct tunep_scheduler_config c = hb_config(81, 3, 1);
+    struct tunep_hyperband_config c = hb_config(81, 3, 1);
     struct tunep_scheduler *s = NULL;
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    ck_assert_int_eq(hb_new(&c, &s, NULL), TUNE_OK);
     struct tunep_hyperband *h = hb_of(s);
     enum { WORKERS = 64 };
     double *t = calloc(N, sizeof *t);
@@ -562,7 +577,7 @@ START_TEST(test_100k_trials)
         int64_t band, n;
         ck_assert(tunep_hyperband_bracket_info(h, tunep_hyperband_trial_bracket(h, id), &sb, &band,
                                                &n, &round));
-        t[id] = tunep_hyperband_round_r(&c.hyperband, sb, tunep_hyperband_trial_round(h, id));
+        t[id] = tunep_hyperband_round_r(&c, sb, tunep_hyperband_trial_round(h, id));
         enum tunep_decision d = tunep_scheduler_on_result(s, id, 1, t[id], base_score(id));
         if (d == TUNEP_PAUSE) {
             tunep_scheduler_on_trial_paused(s, id);
@@ -592,11 +607,11 @@ START_TEST(test_alloc_failures)
 {
     int failures = 0;
     for (long n = 0;; n++) {
-        struct tunep_scheduler_config c = hb_config(27, 3, 1);
+        struct tunep_hyperband_config c = hb_config(27, 3, 1);
         struct tunep_scheduler *s = NULL;
         tune_error err;
         tune_test_alloc_fail_after(n);
-        tune_status st = tunep_scheduler_new(&c, NULL, 0, &s, &err);
+        tune_status st = hb_new(&c, &s, &err);
         int64_t added = 0;
         for (int64_t i = 0; st == TUNE_OK && i < 300; i++) {
             st = tunep_scheduler_on_trial_add(s, i, 0.0);

@@ -15,16 +15,29 @@
 #include "schedulers/median.h"
 #include "schedulers/scheduler.h"
 
+static const struct tunep_scheduler_type *median_type(void)
+{
+    const struct tunep_scheduler_type *t = tunep_scheduler_find("median_stopping");
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* A median config whose options live in *m (caller storage, at the defaults). */
+static struct tunep_scheduler_config median_config(struct tunep_median_config *m)
+{
+    ck_assert_int_eq(tunep_options_default(median_type()->options, m), 0);
+    return (struct tunep_scheduler_config){median_type(), m};
+}
+
 static struct tunep_scheduler *new_median(double grace, int min_samples, double min_slice,
                                           int hard_stop)
 {
-    struct tunep_scheduler_config c;
-    tunep_scheduler_config_default(&c);
-    c.type = TUNEP_SCHED_MEDIAN;
-    c.median.grace_period = grace;
-    c.median.min_samples_required = min_samples;
-    c.median.min_time_slice = min_slice;
-    c.median.hard_stop = hard_stop;
+    struct tunep_median_config m;
+    struct tunep_scheduler_config c = median_config(&m);
+    m.grace_period = grace;
+    m.min_samples_required = min_samples;
+    m.min_time_slice = min_slice;
+    m.hard_stop = hard_stop;
     struct tunep_scheduler *s = NULL;
     tune_error err;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, &err), TUNE_OK);
@@ -38,22 +51,23 @@ static enum tunep_decision report(struct tunep_scheduler *s, int64_t id, double 
 
 START_TEST(test_defaults)
 {
-    struct tunep_scheduler_config c;
-    tunep_scheduler_config_default(&c);
-    ck_assert_str_eq(c.median.time_attr, "time_total_s");
-    ck_assert_double_eq(c.median.grace_period, 60);
-    ck_assert_int_eq(c.median.min_samples_required, 3);
-    ck_assert_double_eq(c.median.min_time_slice, 0);
-    ck_assert_int_eq(c.median.hard_stop, 1);
+    struct tunep_median_config m;
+    struct tunep_scheduler_config c = median_config(&m);
+    ck_assert_str_eq(m.time_attr, "time_total_s");
+    ck_assert_double_eq(m.grace_period, 60);
+    ck_assert_int_eq(m.min_samples_required, 3);
+    ck_assert_double_eq(m.min_time_slice, 0);
+    ck_assert_int_eq(m.hard_stop, 1);
     struct tunep_scheduler *s = NULL;
-    ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
+    struct tunep_scheduler_config fifo;
+    tunep_scheduler_config_default(&fifo);
+    ck_assert_int_eq(tunep_scheduler_new(&fifo, NULL, 0, &s, NULL), TUNE_OK);
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "training_iteration"); /* FIFO */
     tunep_scheduler_free(s);
-    c.type = TUNEP_SCHED_MEDIAN;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_OK);
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "time_total_s");
     tunep_scheduler_free(s);
-    c.median.min_samples_required = 0;
+    m.min_samples_required = 0;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_EINVAL);
 }
 END_TEST
@@ -378,10 +392,9 @@ START_TEST(test_alloc_failures)
     int failures = 0;
     for (long n = 0;; n++) {
         struct tunep_scheduler *s = NULL;
-        struct tunep_scheduler_config c;
-        tunep_scheduler_config_default(&c);
-        c.type = TUNEP_SCHED_MEDIAN;
-        c.median.grace_period = 0;
+        struct tunep_median_config m;
+        struct tunep_scheduler_config c = median_config(&m);
+        m.grace_period = 0;
         tune_error err;
         tune_test_alloc_fail_after(n);
         tune_status st = tunep_scheduler_new(&c, NULL, 0, &s, &err);

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "check_util.h"
+#include "schedulers/asha.h"
 #include "engine/study.h"
 #include "tune.h"
 
@@ -66,7 +67,7 @@ START_TEST(defaults)
     ck_assert_str_eq(a->cfg.json, b->cfg.json);
     ck_assert_int_eq(a->cfg.max_concurrent, b->cfg.max_concurrent);
     ck_assert_int_eq(a->cfg.seed_given, 0);
-    ck_assert_int_eq(a->cfg.scheduler.type, b->cfg.scheduler.type);
+    ck_assert_ptr_eq(a->cfg.scheduler.type, b->cfg.scheduler.type);
     tune_study_free(a);
     tune_study_free(b);
 }
@@ -125,11 +126,11 @@ START_TEST(every_option_is_its_key)
     ck_assert_str_eq(a->cfg.storage, ":memory:");
     ck_assert_double_eq(a->cfg.trial_timeout_s, 2.5);
     ck_assert_int_eq(a->cfg.checkpoint_frequency, 4);
-    ck_assert_int_eq(a->cfg.scheduler.type, b->cfg.scheduler.type);
-    ck_assert(
-        memcmp(&a->cfg.scheduler.asha, &b->cfg.scheduler.asha, sizeof a->cfg.scheduler.asha) == 0);
-    ck_assert_double_eq(a->cfg.scheduler.asha.max_t, 27);
-    ck_assert_int_eq(a->cfg.scheduler.asha.brackets, 2);
+    ck_assert_ptr_eq(a->cfg.scheduler.type, b->cfg.scheduler.type);
+    const struct tunep_asha_config *asha_a = a->cfg.scheduler.cfg, *asha_b = b->cfg.scheduler.cfg;
+    ck_assert(memcmp(asha_a, asha_b, sizeof *asha_a) == 0);
+    ck_assert_double_eq(asha_a->max_t, 27);
+    ck_assert_int_eq(asha_a->brackets, 2);
     tune_study_free(a);
     tune_study_free(b);
 }

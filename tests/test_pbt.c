@@ -28,9 +28,17 @@ struct fixture {
     tune_space *space;
     tune_space *dists[4];
     struct tunep_value batch_values[3], act_values[3];
-    struct tunep_pbt_mutation muts[5];
-    struct tunep_scheduler_config c;
+    struct tunep_mutation muts[5];
+    struct tunep_pbt_config pc;
+    struct tunep_scheduler_config c; /* borrows pc */
 };
+
+static const struct tunep_scheduler_type *pbt_type(void)
+{
+    const struct tunep_scheduler_type *t = tunep_scheduler_find("pbt");
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
 
 static tune_space *one_param(const char *name, const char *json)
 {
@@ -67,18 +75,18 @@ static void fixture_init(struct fixture *f)
         f->batch_values[i] = (struct tunep_value){.type = TUNEP_V_INT, .u.i = 16 << i};
         f->act_values[i] = (struct tunep_value){.type = TUNEP_V_STRING, .u.s = acts[i]};
     }
-    f->muts[0] = (struct tunep_pbt_mutation){.param = P_LR, .dist = f->dists[0]};
-    f->muts[1] = (struct tunep_pbt_mutation){
+    f->muts[0] = (struct tunep_mutation){.param = P_LR, .dist = f->dists[0]};
+    f->muts[1] = (struct tunep_mutation){
         .param = P_BATCH, .is_list = 1, .n_values = 3, .values = f->batch_values};
-    f->muts[2] = (struct tunep_pbt_mutation){.param = P_LAYERS, .dist = f->dists[1]};
-    f->muts[3] = (struct tunep_pbt_mutation){.param = P_DROPOUT, .dist = f->dists[2]};
-    f->muts[4] = (struct tunep_pbt_mutation){
+    f->muts[2] = (struct tunep_mutation){.param = P_LAYERS, .dist = f->dists[1]};
+    f->muts[3] = (struct tunep_mutation){.param = P_DROPOUT, .dist = f->dists[2]};
+    f->muts[4] = (struct tunep_mutation){
         .param = P_ACT, .is_list = 1, .n_values = 3, .values = f->act_values};
-    tunep_scheduler_config_default(&f->c);
-    f->c.type = TUNEP_SCHED_PBT;
-    f->c.pbt.perturbation_interval = 1;
-    f->c.pbt.mutations = f->muts; /* borrowed: the scheduler copies them */
-    f->c.pbt.n_mutations = 5;
+    ck_assert_int_eq(tunep_options_default(pbt_type()->options, &f->pc), 0);
+    f->pc.perturbation_interval = 1;
+    /* borrowed (free NULL): the scheduler copies them */
+    f->pc.mutations = (struct tunep_mutations){.v = f->muts, .n = 5};
+    f->c = (struct tunep_scheduler_config){pbt_type(), &f->pc};
 }
 
 static void fixture_done(struct fixture *f)
@@ -109,25 +117,28 @@ static double uniform01(uint64_t *x)
 START_TEST(test_defaults_and_quantiles)
 {
     struct tunep_scheduler_config c;
-    tunep_scheduler_config_default(&c);
-    ck_assert_str_eq(c.pbt.time_attr, "training_iteration");
-    ck_assert_double_eq(c.pbt.perturbation_interval, 60);
-    ck_assert_double_eq(c.pbt.burn_in_period, 0);
-    ck_assert_double_eq(c.pbt.quantile_fraction, 0.25);
-    ck_assert_double_eq(c.pbt.resample_probability, 0.25);
-    ck_assert_double_eq(c.pbt.perturbation_factors[0], 1.2);
-    ck_assert_double_eq(c.pbt.perturbation_factors[1], 0.8);
+    ck_assert_int_eq(tunep_scheduler_config_init(&c, pbt_type(), NULL), TUNE_OK);
+    const struct tunep_pbt_config *pc = c.cfg;
+    ck_assert_str_eq(pc->time_attr, "training_iteration");
+    ck_assert_double_eq(pc->perturbation_interval, 60);
+    ck_assert_double_eq(pc->burn_in_period, 0);
+    ck_assert_double_eq(pc->quantile_fraction, 0.25);
+    ck_assert_double_eq(pc->resample_probability, 0.25);
+    ck_assert_double_eq(pc->perturbation_factors[0], 1.2);
+    ck_assert_double_eq(pc->perturbation_factors[1], 0.8);
+    ck_assert_uint_eq(pc->mutations.n, 0);
+    ck_assert_ptr_eq(tunep_scheduler_find("population_based_training"), pbt_type());
     /* PBT needs mutations and the space. */
-    c.type = TUNEP_SCHED_PBT;
     struct tunep_scheduler *s = NULL;
     ck_assert_int_eq(tunep_scheduler_new(&c, NULL, 0, &s, NULL), TUNE_EINVAL);
     struct fixture f;
     fixture_init(&f);
     ck_assert_int_eq(tunep_scheduler_new(&c, f.space, 0, &s, NULL), TUNE_EINVAL);
+    tunep_scheduler_config_done(&c);
     f.muts[2].param = SIZE_MAX; /* unresolved */
     ck_assert_int_eq(tunep_scheduler_new(&f.c, f.space, 0, &s, NULL), TUNE_EINVAL);
     f.muts[2].param = P_LAYERS;
-    f.c.pbt.quantile_fraction = 0.6;
+    f.pc.quantile_fraction = 0.6;
     ck_assert_int_eq(tunep_scheduler_new(&f.c, f.space, 0, &s, NULL), TUNE_EINVAL);
     ck_assert_ptr_null(s);
     fixture_done(&f);
@@ -370,9 +381,9 @@ START_TEST(test_explore_quantized_and_factors)
     struct fixture f;
     fixture_init(&f);
     f.muts[0].dist = f.dists[3];
-    f.c.pbt.perturbation_factors[0] = 2.0;
-    f.c.pbt.perturbation_factors[1] = 0.5;
-    f.c.pbt.resample_probability = 0.0;
+    f.pc.perturbation_factors[0] = 2.0;
+    f.pc.perturbation_factors[1] = 0.5;
+    f.pc.resample_probability = 0.0;
     struct tunep_scheduler *s = new_pbt(&f, 1);
     gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
     gsl_rng_set(r, 7);
@@ -407,8 +418,8 @@ START_TEST(test_burn_in_interval_and_time_sharing)
 {
     struct fixture f;
     fixture_init(&f);
-    f.c.pbt.burn_in_period = 5;
-    f.c.pbt.perturbation_interval = 3;
+    f.pc.burn_in_period = 5;
+    f.pc.perturbation_interval = 3;
     struct tunep_scheduler *s = new_pbt(&f, 1);
     struct tunep_pbt *p = tunep_scheduler_pbt(s);
     ck_assert_str_eq(tunep_scheduler_time_attr(s), "training_iteration");
@@ -472,7 +483,7 @@ START_TEST(test_exploit_takes_donor_times)
 {
     struct fixture f;
     fixture_init(&f);
-    f.c.pbt.perturbation_interval = 10;
+    f.pc.perturbation_interval = 10;
     struct tunep_scheduler *s = new_pbt(&f, 5);
     for (int64_t i = 0; i < 2; i++)
         tunep_scheduler_on_trial_add(s, i, 0.0);
