@@ -4,7 +4,7 @@
 # Usage: test_header_example.sh SOURCE_ROOT
 set -eu
 src=$1
-header=$(sed -n '/^ \*     #include <math.h>$/,/^ \* Conventions:$/p' "$src/tune/tune.h" |
+header=$(sed -n '/^ \*     #include <math.h>$/,/^ \* Conventions:$/p' "$src/tune/tune.h.in" |
     sed -e '$d' | sed -e '$d' -e 's/^ \*     //' -e 's/^ \*$//' -e 's|// \(.*\)$|/* \1 */|')
 example=$(sed -n '/^#include <math.h>$/,$p' "$src/examples/quickstart.c")
 if [ "$header" != "$example" ]; then
