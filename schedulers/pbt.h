@@ -13,12 +13,12 @@
 
 /* Ray's PopulationBasedTraining options ("type": "pbt") and defaults. */
 struct tunep_pbt_config {
-    char time_attr[128];            /* "training_iteration" (Ray: "time_total_s") */
-    double perturbation_interval;   /* 60 */
-    double burn_in_period;          /* 0 */
-    double quantile_fraction;       /* 0.25 */
-    double resample_probability;    /* 0.25 */
-    double perturbation_factors[2]; /* 1.2, 0.8 */
+    char time_attr[128];              /* "training_iteration" (Ray: "time_total_s") */
+    double perturbation_interval;     /* 60 */
+    double burn_in_period;            /* 0 */
+    double quantile_fraction;         /* 0.25 */
+    double resample_probability;      /* 0.25 */
+    double perturbation_factors[2];   /* 1.2, 0.8 */
     struct tunep_mutations mutations; /* "hyperparam_mutations": at least one; the scheduler
                                        * copies them, and each needs its param resolved */
 };

@@ -340,7 +340,6 @@ static tune_status curve_point(void *ud, int64_t trial_id, int attempt, int64_t 
 
 /* ---- the page --------------------------------------------------------------- */
 
-
 /* Rung milestones the curves can mark: the same 64 a trial's rung mask holds at most. */
 #define REPORT_MAX_RUNGS 64
 

@@ -358,8 +358,9 @@ START_TEST(test_full_errors)
     struct tunep_config c;
     tune_error err;
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(tunep_config_parse(k->json, strlen(k->json), "sweep.json", NULL, NULL, &c, &err),
-                     TUNE_ECONFIG);
+    ck_assert_int_eq(
+        tunep_config_parse(k->json, strlen(k->json), "sweep.json", NULL, NULL, &c, &err),
+        TUNE_ECONFIG);
     ck_assert_msg(strcmp(err.text, k->text) == 0, "case %d: '%s'", _i, err.text);
     ck_assert_msg(err.line == k->line && err.column == k->column, "case %d: at %d:%d, want %d:%d",
                   _i, err.line, err.column, k->line, k->column);
@@ -377,8 +378,8 @@ START_TEST(test_full_ok)
         " \"param_space\": {\"bs\": {\"choice\": [16, 32]}, \"model\": {\"lr\": 0.01}}}";
     struct tunep_config c;
     tune_error err;
-    ck_assert_msg(tunep_config_parse(text, strlen(text), "x.json", NULL, NULL, &c, &err) == TUNE_OK, "%s",
-                  err.text);
+    ck_assert_msg(tunep_config_parse(text, strlen(text), "x.json", NULL, NULL, &c, &err) == TUNE_OK,
+                  "%s", err.text);
     ck_assert_ptr_eq(c.scheduler.type, find("pbt"));
     const struct tunep_pbt_config *pc = c.scheduler.cfg;
     ck_assert_uint_eq(pc->mutations.n, 2);

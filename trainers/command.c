@@ -59,7 +59,6 @@
 #include <sys/prctl.h>
 #endif
 
-
 #define REPORT_PREFIX "tune-report"
 /* Longer report lines fail the attempt; longer log lines are logged in pieces. */
 #define MAX_LINE           ((size_t)1 << 20)
@@ -79,13 +78,18 @@ struct command_config {
 };
 
 static const struct tunep_option command_options[] = {
-    {.name = "argv", .type = TUNEP_OPT_ARGV, .offset = offsetof(struct command_config, argv),
+    {.name = "argv",
+     .type = TUNEP_OPT_ARGV,
+     .offset = offsetof(struct command_config, argv),
      .expected = "a non-empty array of strings such as [\"python3\", \"train.py\", \"--lr\", "
                  "\"{lr}\"]"},
-    {.name = "env", .type = TUNEP_OPT_ENV, .offset = offsetof(struct command_config, env),
+    {.name = "env",
+     .type = TUNEP_OPT_ENV,
+     .offset = offsetof(struct command_config, env),
      .expected = "an object of strings such as {\"OMP_NUM_THREADS\": \"1\"}"},
     {.name = "cwd", .type = TUNEP_OPT_DIR, .offset = offsetof(struct command_config, cwd)},
-    TUNEP_OPT_ROW("kill_grace_s", TUNEP_OPT_NUMBER, struct command_config, kill_grace_s, 0, 3600, 10),
+    TUNEP_OPT_ROW("kill_grace_s", TUNEP_OPT_NUMBER, struct command_config, kill_grace_s, 0, 3600,
+                  10),
     TUNEP_OPT_ROW("report_fd", TUNEP_OPT_INT, struct command_config, report_fd, 3, 1023, 3),
     {0},
 };
@@ -1486,8 +1490,8 @@ static tune_status command_check(void *vcfg, const struct tunep_trainer_check_ct
                 path_env = cmd->env.values[i];
         char why[600];
         char *found = NULL;
-        int r = tunep_command_find_program(cmd->argv.v[0], cmd->cwd, path_env, &found, why,
-                                           sizeof why);
+        int r =
+            tunep_command_find_program(cmd->argv.v[0], cmd->cwd, path_env, &found, why, sizeof why);
         tunep_free(found);
         if (r == -2)
             return tunep_opt_oom(e);

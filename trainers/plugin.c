@@ -38,14 +38,26 @@ struct plugin_config {
 
 #define POS(i) (1 + offsetof(struct plugin_config, pos) + (i) * sizeof(struct tunep_opt_pos))
 static const struct tunep_option plugin_options[] = {
-    {.name = "library", .type = TUNEP_OPT_STRING, .offset = offsetof(struct plugin_config, library),
-     .hi = 4000, .pos_offset = POS(0)},
-    {.name = "symbol", .type = TUNEP_OPT_STRING, .offset = offsetof(struct plugin_config, symbol),
-     .hi = 255, .pos_offset = POS(1)},
-    {.name = "init_symbol", .type = TUNEP_OPT_STRING,
-     .offset = offsetof(struct plugin_config, init_symbol), .hi = 255, .pos_offset = POS(2)},
-    {.name = "fini_symbol", .type = TUNEP_OPT_STRING,
-     .offset = offsetof(struct plugin_config, fini_symbol), .hi = 255, .pos_offset = POS(3)},
+    {.name = "library",
+     .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct plugin_config, library),
+     .hi = 4000,
+     .pos_offset = POS(0)},
+    {.name = "symbol",
+     .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct plugin_config, symbol),
+     .hi = 255,
+     .pos_offset = POS(1)},
+    {.name = "init_symbol",
+     .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct plugin_config, init_symbol),
+     .hi = 255,
+     .pos_offset = POS(2)},
+    {.name = "fini_symbol",
+     .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct plugin_config, fini_symbol),
+     .hi = 255,
+     .pos_offset = POS(3)},
     {.name = "data", .type = TUNEP_OPT_JSON, .offset = offsetof(struct plugin_config, data)},
     {0},
 };
@@ -62,8 +74,8 @@ static tune_status plugin_check(void *vcfg, const struct tunep_trainer_check_ctx
         if (names[i] && !tunep_is_identifier(names[i]))
             return tunep_opt_fail(e, keys[i], 0, "expected a C identifier (the function's name)");
     if (!p->library)
-        return tunep_opt_fail(e, "", 0,
-                              "missing key 'library' (a shared library, e.g. \"./libobjective.so\")");
+        return tunep_opt_fail(
+            e, "", 0, "missing key 'library' (a shared library, e.g. \"./libobjective.so\")");
     if (!p->symbol)
         return tunep_opt_fail(e, "", 0,
                               "missing key 'symbol' (the tune_objective_fn's name in the library)");

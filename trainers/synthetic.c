@@ -47,7 +47,7 @@ struct synthetic_config {
     char *answer_log;   /* append "trial attempt iteration" per answered report (crash tests) */
 };
 
-#define ROW(name, type, field, lo, hi, def) \
+#define ROW(name, type, field, lo, hi, def)                                                        \
     TUNEP_OPT_ROW(name, type, struct synthetic_config, field, lo, hi, def)
 static const struct tunep_option synthetic_options[] = {
     ROW("iterations", TUNEP_OPT_INT64, iterations, 1, 1000000000, 100),

@@ -406,7 +406,7 @@ static inline float cpu_sel(int c, float a, float b)
 static inline float cpu_exp_neg(float a)
 {
     a = cpu_sel(a < -87.0f, -87.0f, a);
-    a = cpu_sel(a > 0.0f, 0.0f, a);                 /* callers may pass a > 0 and discard e^a */
+    a = cpu_sel(a > 0.0f, 0.0f, a); /* callers may pass a > 0 and discard e^a */
     /* A NaN (a diverged trial) takes n = 0 and goes on as NaN through r:
      * converting it to int would be undefined. */
     float an = cpu_sel(a == a, a, 0.0f);
