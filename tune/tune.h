@@ -174,7 +174,10 @@ typedef struct tune_error {
 
 /**
  * Formats err as "source:line:column: text" (leaving out what is unset) into
- * buf, NUL-terminated and truncated to size. Returns buf.
+ * buf, NUL-terminated and truncated to size. Control characters, C1 controls
+ * and bytes that are not UTF-8 (from program output or names) are shown as
+ * \xNN, so the line is safe to print to a terminal; the truncation never
+ * splits a character or an escape. Returns buf.
  */
 TUNE_API char *tune_error_format(const tune_error *err, char *buf, size_t size);
 
@@ -410,8 +413,12 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
 
 /**
  * Reports n metrics for the next training iteration (1, 2, 3 ... per attempt).
- * training_iteration and time_total_s are filled in by the engine; those
- * names, trial_id and status are reserved (TUNE_EINVAL).
+ * training_iteration and time_total_s are filled in by the engine. A metric
+ * name is UTF-8 text of 1 to 128 bytes without control characters (C0, DEL,
+ * C1); training_iteration, time_total_s, trial_id, status and names starting
+ * with "config/" are reserved (the CSV columns the engine writes). A report
+ * with a name that breaks the rule is refused whole with TUNE_EINVAL and a
+ * message naming it (shown escaped, \xNN).
  * The report is in the store before this returns. A missing main metric
  * counts as the worst value for the scheduler (logged); a NaN or infinite
  * one also fails the attempt ("reported <metric> = nan at iteration N"),
@@ -695,6 +702,8 @@ TUNE_API void tune_study_counts(tune_study *study, int64_t ret_counts[TUNE_TRIAL
  * The live progress table, as Ray's reporter shows it: counts by status, the
  * best so far, the running and best trials with their parameters and latest
  * metrics, and the scheduler's rung cut-offs. At most max_rows trial rows.
+ * Control characters in names, values and error texts are shown as \xNN
+ * (only line breaks of the table itself are kept), so it is safe to print.
  * Thread-safe while running. Caller frees with tune_free().
  */
 TUNE_API tune_status tune_study_progress_text(tune_study *study, int max_rows, char **ret_text,
@@ -822,7 +831,19 @@ typedef enum tune_csv_kind {
 /**
  * Writes a CSV file (RFC 4180, comma-separated, '.' decimals whatever the
  * locale). Progress needs a store (not ":memory:").
- * @return TUNE_OK, TUNE_EIO, TUNE_ESTORE, TUNE_EUNSUPPORTED, TUNE_ENOMEM.
+ *
+ * Outputs (this and tune_report_html()): path "-" writes to standard output
+ * (flush your own stdio buffers first). Any other path must be a regular
+ * file or not exist yet; a symbolic link is written through to its existing
+ * target, which is replaced, and the link stays. Directories, devices
+ * ("/dev/stdout" too), FIFOs, sockets and the experiment's own files
+ * (experiment.db, its -wal, -shm and -journal, recognised by device and inode
+ * whatever the name) are refused with TUNE_EINVAL, naming the path. The file
+ * is written to a temporary ".<name>.tmp.<host>-<pid>.XXXXXX" beside it and
+ * renamed into place, so concurrent writers of one path each leave a whole
+ * file; a temporary left by a killed writer is removed by the next write of
+ * the same path on that host once its pid is no live process.
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_EIO, TUNE_ESTORE, TUNE_EUNSUPPORTED, TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_export_csv(tune_study *study, tune_csv_kind kind,
                                            const char *path, tune_error *err);
@@ -834,10 +855,12 @@ TUNE_API tune_status tune_study_export_csv(tune_study *study, tune_csv_kind kind
  * compute and wall time), the learning curve of every trial with ASHA's rung
  * milestones, each parameter against the final metric (log axes for log
  * domains), parallel coordinates and a sortable table of trials. The store is
- * opened read-only, so this works during a run too. The file is written to
- * "<out_path>.tmp" and renamed into place.
+ * opened read-only, so this works during a run too. The page is written and
+ * checked like tune_study_export_csv()'s file ("-" is standard output; only
+ * regular files, never the experiment's own).
  * @param out_path the page to write; NULL for "<experiment_dir>/report.html"
- * @return TUNE_OK, TUNE_EINVAL, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE,
+ * @return TUNE_OK, TUNE_EINVAL (also a refused out_path), TUNE_ENOTFOUND (no
+ *         experiment there), TUNE_ESTORE,
  *         TUNE_EIO (err->source names the file), TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_report_html(const char *experiment_dir, const char *out_path,
