@@ -12,18 +12,25 @@
  */
 #include "base/file_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the atomic writer ---------------------------------------------------- */
 
 static void release(struct tunep_atomic_file *f)
 {
-    if (f->path && f->fd >= 0) {
+    if (f->path && f->fd >= 0 && f->tmp) {
         close(f->fd);
         unlink(f->tmp);
     }
@@ -39,28 +46,225 @@ static tune_status fail(struct tunep_atomic_file *f, int saved, const char *what
                         tune_error *err)
 {
     f->error = saved;
-    tune_status st = tunep_error_set_at(err, TUNE_EIO, f->path, 0, 0, "cannot %s '%s'%s: %s", what,
-                                        f->tmp, how, strerror(saved));
+    tune_status st =
+        tunep_error_set_at(err, TUNE_EIO, f->path, 0, 0, "cannot %s '%s'%s: %s", what,
+                           f->tmp ? f->tmp : "<standard output>", how, strerror(saved));
     release(f);
     return st;
+}
+
+/* The part of a temporary name taken from the target's name, in bytes: keeps
+ * ".<name>.tmp.<host>-<pid>.XXXXXX" under NAME_MAX (255) for any name. */
+#define TMP_NAME_MAX 200
+
+/* 32-bit FNV-1a of this machine's host name: temporaries made on another
+ * machine (a shared file system) are never taken for stale, since their pid
+ * means nothing here. */
+static unsigned host_id(void)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    unsigned h = 2166136261u;
+    for (const char *p = host; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h;
+}
+
+/* Splits path into its folder ("." when none; "/" for "/x") and the name after the last '/'. */
+static char *folder_of(const char *path, const char **ret_name)
+{
+    const char *slash = strrchr(path, '/');
+    *ret_name = slash ? slash + 1 : path;
+    return slash ? tunep_strndup(path, slash == path ? 1 : (size_t)(slash - path))
+                 : tunep_strdup(".");
+}
+
+/*
+ * Removes the temporaries of path that a dead process of this machine left
+ * (one killed while writing): entries ".<name>.tmp.<host>-<pid>.<6 chars>"
+ * of path's folder whose host is this one and whose pid is no live process.
+ * A pid reused since then keeps its file until the next write: harmless.
+ */
+static void remove_stale(const char *path, const char *prefix)
+{
+    const char *name;
+    char *dir = folder_of(path, &name);
+    DIR *d = dir ? opendir(dir) : NULL;
+    size_t n_prefix = strlen(prefix);
+    unsigned me = host_id();
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, n_prefix) != 0)
+            continue;
+        const char *rest = e->d_name + n_prefix;
+        unsigned host;
+        long pid;
+        int used = 0;
+        if (sscanf(rest, "%8x-%ld.%n", &host, &pid, &used) != 2 || used == 0 ||
+            strlen(rest + used) != 6 || host != me || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            (void)unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+    tunep_free(dir);
+}
+
+/* Creates path's temporary file, O_EXCL under a fresh random suffix (mkstemp
+ * would make it 0600; outputs get 0666 less the umask, like any new file). */
+static tune_status open_tmp(struct tunep_atomic_file *f, tune_error *err)
+{
+    static _Atomic unsigned long counter;
+    const char *slash = strrchr(f->path, '/');
+    int n_dir = slash ? (int)(slash - f->path + 1) : 0;
+    const char *name = f->path + n_dir;
+    size_t n_name = strlen(name) > TMP_NAME_MAX ? TMP_NAME_MAX : strlen(name);
+    char *prefix = tunep_asprintf(".%.*s.tmp.", (int)n_name, name);
+    f->tmp = prefix ? tunep_asprintf("%.*s%s%08x-%ld.XXXXXX", n_dir, f->path, prefix, host_id(),
+                                     (long)getpid())
+                    : NULL;
+    if (!f->tmp) {
+        tunep_free(prefix);
+        release(f);
+        f->error = ENOMEM;
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    }
+    remove_stale(f->path, prefix);
+    tunep_free(prefix);
+    char *x = f->tmp + strlen(f->tmp) - 6;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                    ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)f ^
+                    ++counter * 0x9e3779b97f4a7c15u;
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; attempt++) {
+        for (int i = 0; i < 6; i++) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17; /* xorshift64 */
+            x[i] = alphabet[seed % (sizeof alphabet - 1)];
+        }
+        /* O_CLOEXEC: trials fork commands, which must not inherit the file. */
+        f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (f->fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (f->fd < 0) {
+        memcpy(x, "XXXXXX", 6); /* the message names the pattern, not a last guess */
+        return fail(f, errno, "create", "", err);
+    }
+    return TUNE_OK;
 }
 
 tune_status tunep_atomic_open(struct tunep_atomic_file *f, const char *path, tune_error *err)
 {
     f->fd = -1;
     f->error = 0;
+    f->tmp = NULL;
     f->path = tunep_strdup(path);
-    f->tmp = tunep_asprintf("%s.tmp", path);
-    if (!f->path || !f->tmp) {
-        release(f);
+    if (!f->path) {
         f->error = ENOMEM;
         return tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
     }
-    /* O_CLOEXEC: trials fork commands, which must not inherit the file. */
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (f->fd < 0)
-        return fail(f, errno, "create", "", err);
-    return TUNE_OK;
+    return open_tmp(f, err);
+}
+
+static const char *kind_of(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* Whether a and b name one file: the same st_dev/st_ino when both exist,
+ * else the same name in the same folder (a file not there yet). */
+static int same_file(const char *a, const struct stat *a_sb, const char *b)
+{
+    struct stat b_sb;
+    int b_exists = stat(b, &b_sb) == 0;
+    if (a_sb && b_exists)
+        return a_sb->st_dev == b_sb.st_dev && a_sb->st_ino == b_sb.st_ino;
+    if (a_sb || b_exists)
+        return 0;
+    const char *a_name, *b_name;
+    char *a_dir = folder_of(a, &a_name), *b_dir = folder_of(b, &b_name);
+    struct stat ad, bd;
+    int same = a_dir && b_dir && strcmp(a_name, b_name) == 0 && stat(a_dir, &ad) == 0 &&
+               stat(b_dir, &bd) == 0 && ad.st_dev == bd.st_dev && ad.st_ino == bd.st_ino;
+    tunep_free(a_dir);
+    tunep_free(b_dir);
+    return same;
+}
+
+tune_status tunep_atomic_open_output(struct tunep_atomic_file *f, const char *path,
+                                     const char *const *keep, size_t n_keep, const char *keep_what,
+                                     tune_error *err)
+{
+    f->fd = -1;
+    f->error = 0;
+    f->path = f->tmp = NULL;
+    if (strcmp(path, "-") == 0) {
+        if (!(f->path = tunep_strdup("-"))) {
+            f->error = ENOMEM;
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        }
+        f->fd = STDOUT_FILENO;
+        return TUNE_OK;
+    }
+    /* A symbolic link is written through: the temporary file goes beside its
+     * target and replaces the target; the link stays a link. */
+    struct stat sb;
+    char *real = NULL;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        char *r = realpath(path, NULL);
+        if (!r) {
+            f->error = errno;
+            return tunep_error_set_at(err, TUNE_EINVAL, path, 0, 0,
+                                      "cannot write through the symbolic link '%s': %s "
+                                      "('-' is standard output)",
+                                      path, strerror(errno));
+        }
+        real = tunep_strdup(r);
+        free(r);
+        if (!real) {
+            f->error = ENOMEM;
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        }
+    }
+    const char *target = real ? real : path;
+    int exists = stat(target, &sb) == 0;
+    tune_status st = TUNE_OK;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        f->error = EINVAL;
+        st = tunep_error_set_at(err, TUNE_EINVAL, path, 0, 0,
+                                "refusing to write '%s': it is %s, and outputs are written "
+                                "only to regular files ('-' is standard output)",
+                                path, kind_of(sb.st_mode));
+    }
+    for (size_t i = 0; !st && i < n_keep; i++)
+        if (keep[i] && same_file(target, exists ? &sb : NULL, keep[i])) {
+            f->error = EINVAL;
+            st = tunep_error_set_at(err, TUNE_EINVAL, path, 0, 0,
+                                    "refusing to write '%s': it is %s '%s'", path,
+                                    keep_what ? keep_what : "the file", keep[i]);
+        }
+    if (st) {
+        tunep_free(real);
+        return st;
+    }
+    if (real) {
+        f->path = real;
+        return open_tmp(f, err);
+    }
+    return tunep_atomic_open(f, path, err);
 }
 
 tune_status tunep_atomic_write(struct tunep_atomic_file *f, const void *data, size_t size,
@@ -82,9 +286,8 @@ tune_status tunep_atomic_write(struct tunep_atomic_file *f, const void *data, si
 /* Best effort: file systems that cannot sync a folder (EINVAL) have nothing to flush. */
 static void sync_folder(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir =
-        slash ? tunep_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : tunep_strdup(".");
+    const char *name;
+    char *dir = folder_of(path, &name);
     if (!dir)
         return;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -97,6 +300,10 @@ static void sync_folder(const char *path)
 
 tune_status tunep_atomic_commit(struct tunep_atomic_file *f, tune_error *err)
 {
+    if (!f->tmp) { /* standard output: nothing to sync or rename */
+        release(f);
+        return TUNE_OK;
+    }
     /* close() reports the write errors of file systems that defer them (NFS). */
     int bad = fsync(f->fd) != 0;
     int saved = errno;

@@ -11,8 +11,8 @@
 #include "base/base.h"
 
 /*
- * A file being replaced atomically: the bytes go to "<path>.tmp" beside it,
- * which tunep_atomic_commit() syncs and renames over path, then syncs the
+ * A file being replaced atomically: the bytes go to a temporary file beside
+ * it, which tunep_atomic_commit() syncs and renames over path, then syncs the
  * folder, so that path holds the old file or the whole new one, even after a
  * crash. Readers of path never see a partial file.
  *
@@ -22,23 +22,52 @@
  *       st = tunep_atomic_commit(&f, err);
  *   tunep_atomic_abort(&f);   (a no-op once committed or failed)
  *
+ * The temporary file is ".<name>.tmp.<host>-<pid>.XXXXXX" in path's folder
+ * (<name>: path's last component, cut to 200 bytes; <host>: 8 hex digits
+ * hashing this machine's host name; <pid>: the writer's process; XXXXXX:
+ * random, created with O_EXCL), so writers of one path at once, in threads or
+ * processes, never share one: the last rename wins and each file is whole.
+ * A write that fails removes its temporary file. One that was killed leaves
+ * it, and the next tunep_atomic_open() of the same path removes every such
+ * file of this host whose pid is no longer a live process.
+ *
  * Errors have path as err->source and name the temporary file in the text:
- * "cannot create '<path>.tmp': <strerror>", "cannot write '...': ...",
- * "cannot rename '...' into place: ..."; all are TUNE_EIO, except
- * TUNE_ENOMEM. A call that fails removes the temporary file and releases f,
- * and `error` keeps the errno of the failure for callers that map some of
- * them to their own codes. Two writers of one path at once share its
- * temporary name: the caller serialises them.
+ * "cannot create '<folder>/.<name>.tmp.<host>-<pid>.XXXXXX': <strerror>",
+ * "cannot write '...': ...", "cannot rename '...' into place: ..."; all are
+ * TUNE_EIO, except TUNE_ENOMEM. A call that fails removes the temporary file
+ * and releases f, and `error` keeps the errno of the failure for callers
+ * that map some of them to their own codes.
  */
 struct tunep_atomic_file {
     char *path; /* the target; NULL when f holds nothing */
-    char *tmp;  /* "<path>.tmp" */
-    int fd;     /* the temporary file, -1 when closed */
+    char *tmp;  /* the temporary file; NULL when writing to standard output */
+    int fd;     /* the temporary file (or 1), -1 when closed */
     int error;  /* errno of the last failure, 0 when none */
 };
 
-/* Creates (truncates) "<path>.tmp", mode 0666 less the umask. */
+/* Creates path's temporary file, mode 0666 less the umask. */
 tune_status tunep_atomic_open(struct tunep_atomic_file *f, const char *path, tune_error *err);
+
+/*
+ * tunep_atomic_open() for a path a user named as an output:
+ * - "-" is standard output: written as it comes, nothing to rename (the
+ *   caller flushes its own stdio buffers first);
+ * - a symbolic link is written through: its target (which must exist) is
+ *   replaced and the link stays as it is;
+ * - anything but a regular file (a directory, device, FIFO or socket) is
+ *   refused, and so is every file of keep[0..n_keep), compared by st_dev and
+ *   st_ino (another name or a hard link is still the same file), or by
+ *   folder and name when one of them does not exist yet.
+ * @return TUNE_OK; TUNE_EINVAL "refusing to write '<path>': it is a directory,
+ *         and outputs are written only to regular files ('-' is standard
+ *         output)", "refusing to write '<path>': it is <keep_what> '<keep[i]>'",
+ *         "cannot write through the symbolic link '<path>': <strerror> ('-' is
+ *         standard output)";
+ *         otherwise as tunep_atomic_open().
+ */
+tune_status tunep_atomic_open_output(struct tunep_atomic_file *f, const char *path,
+                                     const char *const *keep, size_t n_keep, const char *keep_what,
+                                     tune_error *err);
 /* Appends size bytes (any size; interrupted writes are resumed). */
 tune_status tunep_atomic_write(struct tunep_atomic_file *f, const void *data, size_t size,
                                tune_error *err);

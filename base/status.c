@@ -11,6 +11,8 @@
 
 #include "tune_config.h"
 
+#include "base/text.h"
+
 const char *tune_version(void)
 {
     return TUNE_VERSION;
@@ -113,13 +115,16 @@ char *tune_error_format(const tune_error *err, char *buf, size_t size)
         buf[0] = '\0';
         return buf;
     }
+    /* source and text hold outside text (paths, program output): shown escaped. */
+    char raw[sizeof err->source + sizeof err->text + 32];
     if (err->source[0] && err->line > 0 && err->column > 0)
-        snprintf(buf, size, "%s:%d:%d: %s", err->source, err->line, err->column, err->text);
+        snprintf(raw, sizeof raw, "%s:%d:%d: %s", err->source, err->line, err->column, err->text);
     else if (err->source[0] && err->line > 0)
-        snprintf(buf, size, "%s:%d: %s", err->source, err->line, err->text);
+        snprintf(raw, sizeof raw, "%s:%d: %s", err->source, err->line, err->text);
     else if (err->source[0])
-        snprintf(buf, size, "%s: %s", err->source, err->text);
+        snprintf(raw, sizeof raw, "%s: %s", err->source, err->text);
     else
-        snprintf(buf, size, "%s", err->text[0] ? err->text : tune_strerror(err->code));
+        snprintf(raw, sizeof raw, "%s", err->text[0] ? err->text : tune_strerror(err->code));
+    tunep_escape_ctrl(buf, size, raw, NULL);
     return buf;
 }

@@ -4,7 +4,8 @@
  *
  * The progress table follows Ray Tune's CLIReporter: counts by status, the
  * best trial so far, rows for running trials and the best ones, and ASHA's
- * rung cut-offs. Formatting lives here; printing is the CLI's job.
+ * rung cut-offs. Formatting lives here; printing is the CLI's job. The text
+ * is safe to print to a terminal: control characters in it are escaped.
  */
 #include "engine/study.h"
 
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/text.h"
 
 static void fmt_value(char *buf, size_t size, const struct tunep_value *v)
 {
@@ -147,6 +150,20 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
     char *text = tunep_buf_take(&b);
     if (!text)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    /* Names, string values and error texts come from outside (a program's
+     * stderr, a config): control characters are shown as \xNN, so that the
+     * table cannot steer the terminal it is printed to. */
+    size_t len = strlen(text), shown = tunep_escape_ctrl(NULL, 0, text, "\n");
+    if (shown != len) {
+        char *escaped = tunep_malloc(shown + 1);
+        if (!escaped) {
+            tunep_free(text);
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        }
+        tunep_escape_ctrl(escaped, shown + 1, text, "\n");
+        tunep_free(text);
+        text = escaped;
+    }
     *ret_text = text;
     return TUNE_OK;
 }

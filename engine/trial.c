@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/text.h"
+
 int64_t tune_trial_id(const tune_trial *t)
 {
     return t ? t->rec->id : -1;
@@ -489,6 +491,40 @@ static void explain_answer(const tune_trial *t, tune_status st, tune_error *err)
     }
 }
 
+/*
+ * The rule for metric names, the one for parameter names plus the CSV's:
+ * UTF-8 of 1 to TUNEP_MAX_METRIC_NAME bytes without control characters (C0,
+ * DEL, C1), not a column the engine writes itself (trial_id, status,
+ * training_iteration, time_total_s) and not "config/..." (the parameters'
+ * columns), so that results.csv and progress.csv always have one header cell
+ * per column and load in pandas whatever a program prints.
+ */
+static tune_status check_metric_name(const char *name, size_t i, tune_error *err)
+{
+    static const char *const reserved[] = {"trial_id", "status", "training_iteration",
+                                           "time_total_s"};
+    if (!name || !name[0] || strlen(name) > TUNEP_MAX_METRIC_NAME)
+        return tunep_error_set(err, TUNE_EINVAL, "metric name %zu is empty or longer than %d bytes",
+                               i, TUNEP_MAX_METRIC_NAME);
+    char shown[4 * TUNEP_MAX_METRIC_NAME + 1];
+    if (!tunep_utf8_valid(name) ||
+        tunep_escape_ctrl(shown, sizeof shown, name, NULL) != strlen(name)) {
+        tunep_escape_ctrl(shown, sizeof shown, name, NULL);
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "metric name '%s' is not UTF-8 text without control characters",
+                               shown);
+    }
+    for (size_t k = 0; k < sizeof reserved / sizeof *reserved; k++)
+        if (strcmp(name, reserved[k]) == 0)
+            return tunep_error_set(err, TUNE_EINVAL,
+                                   "metric name '%s' is reserved: the engine reports it", name);
+    if (strncmp(name, "config/", 7) == 0)
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "metric name '%s' is reserved: 'config/' columns are parameters",
+                               name);
+    return TUNE_OK;
+}
+
 tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
                               const double *values, tune_error *err)
 {
@@ -496,15 +532,9 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         return tunep_error_set(err, TUNE_EINVAL,
                                "trial must not be NULL, nor names and values when n > 0");
     for (size_t i = 0; i < n; i++) {
-        if (!names[i] || !names[i][0] || strlen(names[i]) > TUNEP_MAX_METRIC_NAME)
-            return tunep_error_set(err, TUNE_EINVAL,
-                                   "metric name %zu is empty or longer than %d bytes", i,
-                                   TUNEP_MAX_METRIC_NAME);
-        /* Names the engine fills in itself would clash with the CSV columns. */
-        if (strcmp(names[i], "training_iteration") == 0 || strcmp(names[i], "time_total_s") == 0 ||
-            strcmp(names[i], "trial_id") == 0 || strcmp(names[i], "status") == 0)
-            return tunep_error_set(err, TUNE_EINVAL,
-                                   "metric name '%s' is reserved: the engine reports it", names[i]);
+        tune_status bad = check_metric_name(names[i], i, err);
+        if (bad)
+            return bad;
     }
     tune_status st;
     if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */

@@ -15,7 +15,9 @@
  * them disagree. Rows are streamed, never held in memory all at once.
  *
  * The file is written through the atomic writer (base/file_io.h): a crash
- * leaves either the old file or the complete new one.
+ * leaves either the old file or the complete new one. Only regular files are
+ * written ("-" is standard output): never the store's own files, a folder, a
+ * device, a FIFO or a socket (tunep_store_output_open).
  */
 #include "store/store.h"
 
@@ -154,6 +156,31 @@ static int columns_add(struct columns *c, const char *name)
 
 /* ---- the output file ------------------------------------------------------ */
 
+tune_status tunep_store_output_open(const struct tunep_store *st, struct tunep_atomic_file *f,
+                                    const char *path, tune_error *err)
+{
+    const char *db = st ? tunep_store_path(st) : NULL;
+    char *keep[4] = {NULL, NULL, NULL, NULL};
+    size_t n_keep = 0;
+    tune_status rs = TUNE_OK;
+    if (db && *db && strcmp(db, ":memory:") != 0) {
+        static const char *const suffix[4] = {"", "-wal", "-shm", "-journal"};
+        for (; n_keep < 4; n_keep++)
+            if (!(keep[n_keep] = tunep_asprintf("%s%s", db, suffix[n_keep]))) {
+                f->path = f->tmp = NULL;
+                f->fd = -1;
+                rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
+                break;
+            }
+    }
+    if (!rs)
+        rs = tunep_atomic_open_output(f, path, (const char *const *)keep, n_keep,
+                                      "the experiment's store", err);
+    for (size_t i = 0; i < 4; i++)
+        tunep_free(keep[i]);
+    return rs;
+}
+
 struct csv_out {
     const char *path;
     struct tunep_atomic_file file;
@@ -166,13 +193,14 @@ struct csv_out {
 /* Records are written in blocks of about this many bytes. */
 #define CSV_BLOCK 65536
 
-static tune_status out_open(struct csv_out *o, const char *path, tune_error *err)
+static tune_status out_open(struct csv_out *o, const struct tunep_store *st, const char *path,
+                            tune_error *err)
 {
     memset(o, 0, sizeof *o);
     tunep_buf_init(&o->row);
     o->path = path;
     o->err = err;
-    return tunep_atomic_open(&o->file, path, err);
+    return tunep_store_output_open(st, &o->file, path, err);
 }
 
 /* Writes what the buffer holds. */
@@ -280,7 +308,7 @@ tune_status tunep_export_results_csv(struct tunep_store *st, const char *path, t
     tune_status rs = tunep_store_read_begin(st, err);
     if (rs)
         return rs;
-    if ((rs = out_open(&o, path, err)) ||
+    if ((rs = out_open(&o, st, path, err)) ||
         (rs = tunep_store_foreach_trial(st, results_collect, &o, err)) || (rs = out_cells(&o)))
         goto out;
     const char *const *params = tunep_store_param_names(st, &n_params);
@@ -347,7 +375,7 @@ tune_status tunep_export_progress_csv(struct tunep_store *st, const char *path, 
     tune_status rs = tunep_store_read_begin(st, err);
     if (rs)
         return rs;
-    if ((rs = out_open(&o, path, err)) ||
+    if ((rs = out_open(&o, st, path, err)) ||
         (rs = tunep_store_foreach_last_attempt_report(st, progress_collect, &o, err)) ||
         (rs = out_cells(&o)))
         goto out;

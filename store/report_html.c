@@ -29,7 +29,9 @@
  *
  * The library never prints: failures are tune_status with the file as
  * err->source. The page goes through the atomic writer (base/file_io.h), so
- * a crash leaves the previous report or the new one.
+ * a crash leaves the previous report or the new one; it is written only to a
+ * regular file or to "-" (standard output), never over the store's own files
+ * (tunep_store_output_open).
  */
 #include "store/report_html.h"
 
@@ -574,7 +576,12 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
         rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
         goto out;
     }
-    rs = tunep_write_file_atomic(path, out.data, out.len, err);
+    /* Only a regular file or "-", and never the store's own files. */
+    struct tunep_atomic_file f;
+    if (!(rs = tunep_store_output_open(st, &f, path, err)) &&
+        !(rs = tunep_atomic_write(&f, out.data, out.len, err)))
+        rs = tunep_atomic_commit(&f, err);
+    tunep_atomic_abort(&f);
 out:
     /* The passes' callbacks return TUNE_ENOMEM without a message. */
     if (rs == TUNE_ENOMEM)

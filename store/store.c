@@ -958,6 +958,11 @@ void tunep_store_close(struct tunep_store *st)
     store_free(st);
 }
 
+const char *tunep_store_path(const struct tunep_store *st)
+{
+    return st->path;
+}
+
 const char *const *tunep_store_param_names(const struct tunep_store *st, size_t *ret_n)
 {
     *ret_n = st->n_params;

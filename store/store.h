@@ -46,6 +46,8 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
 char *tunep_store_file(const char *dir);
 /* Commits what is pending and closes (NULL is fine). */
 void tunep_store_close(struct tunep_store *st);
+/* The database file as given to tunep_store_open() (":memory:" for none). */
+const char *tunep_store_path(const struct tunep_store *st);
 
 /* A trial attempt starts: insert (first attempt, with its parameters) or update to RUNNING. */
 tune_status tunep_store_trial_start(struct tunep_store *st, int64_t trial_id, int attempt,
@@ -158,6 +160,15 @@ tune_status tunep_export_results_csv(struct tunep_store *st, const char *path, t
  * training_iteration, time_total_s, then every metric.
  */
 tune_status tunep_export_progress_csv(struct tunep_store *st, const char *path, tune_error *err);
+
+/*
+ * Opens path (through tunep_atomic_open_output) for an output of the store's
+ * experiment: "-" is standard output, and the store's own files (the
+ * database, its -wal, -shm and -journal) are refused like non-regular files.
+ */
+struct tunep_atomic_file;
+tune_status tunep_store_output_open(const struct tunep_store *st, struct tunep_atomic_file *f,
+                                    const char *path, tune_error *err);
 
 /* Appends one RFC 4180 field: quoted when it holds ',', '"', CR or LF (quotes doubled). */
 void tunep_csv_field(struct tunep_buf *b, const char *s);

@@ -9,6 +9,7 @@
  * (typeof(), PRAGMA integrity_check).
  */
 #include "check_util.h"
+#include <dirent.h>
 
 #include <float.h>
 #include <locale.h>
@@ -714,8 +715,13 @@ static void check_file(const char *name, const char *expected)
     ck_assert_msg(strcmp(text, expected) == 0, "%s:\n--- got ---\n%s\n--- expected ---\n%s", name,
                   text, expected);
     free(text);
-    snprintf(path, sizeof path, "%s/%s.tmp", tmpdir, name);
-    ck_assert_int_eq(access(path, F_OK), -1);
+    /* no temporary file (".<name>.tmp.<host>-<pid>.XXXXXX") is left */
+    snprintf(path, sizeof path, ".%s.tmp.", name);
+    DIR *d = opendir(tmpdir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        ck_assert_msg(strncmp(e->d_name, path, strlen(path)) != 0, "left: %s", e->d_name);
+    closedir(d);
 }
 
 static void export_both(struct tunep_store *st)
@@ -810,6 +816,39 @@ START_TEST(test_csv_export)
     ck_assert_int_eq(tunep_export_results_csv(st, bad, &err), TUNE_EIO);
     ck_assert_msg(strstr(err.text, "results.csv.tmp") != NULL, "%s", err.text);
     tunep_store_close(st);
+}
+END_TEST
+
+/* The store's own files are never an output, whatever their name; nor is a folder. */
+START_TEST(test_csv_refuses_store)
+{
+    struct tunep_store *st = create5();
+    OK(tunep_store_commit(st, E));
+    tunep_store_close(st);
+    OK(tunep_store_open(db_path, 1, &st, E));
+    char path[600], alias[600];
+    tune_error err;
+    static const char *const names[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", db_path, names[i]);
+        ck_assert_int_eq(tunep_export_results_csv(st, path, &err), TUNE_EINVAL);
+        ck_assert_msg(strstr(err.text, "it is the experiment's store") != NULL, "%s", err.text);
+        ck_assert_int_eq(tunep_export_progress_csv(st, path, &err), TUNE_EINVAL);
+    }
+    snprintf(alias, sizeof alias, "%s/alias.csv", tmpdir);
+    ck_assert_int_eq(link(db_path, alias), 0);
+    ck_assert_int_eq(tunep_export_results_csv(st, alias, &err), TUNE_EINVAL);
+    ck_assert_int_eq(tunep_export_results_csv(st, tmpdir, &err), TUNE_EINVAL);
+    ck_assert_msg(strstr(err.text, "it is a directory") != NULL, "%s", err.text);
+    tunep_store_close(st);
+    /* the store is still a database */
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM trials"), 0);
+    char magic[16] = "";
+    FILE *f = fopen(db_path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(magic, 1, 15, f), 15);
+    fclose(f);
+    ck_assert_str_eq(magic, "SQLite format 3");
 }
 END_TEST
 
@@ -1012,6 +1051,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_csv_field);
     tcase_add_test(tc, test_csv_export);
     tcase_add_test(tc, test_csv_empty);
+    tcase_add_test(tc, test_csv_refuses_store);
     tcase_add_test(tc, test_retry);
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_locale);

@@ -807,7 +807,8 @@ static void on_report(struct run *r, const char *json, size_t len, int64_t line_
     }
     for (size_t i = 0; i < r->n_metrics; i++)
         names[i] = r->arena.data + r->name_at[i];
-    tune_status st = tune_trial_report(r->t, r->n_metrics, names, r->values, NULL);
+    tune_error rerr;
+    tune_status st = tune_trial_report(r->t, r->n_metrics, names, r->values, &rerr);
     if (names != names_small)
         tunep_free((void *)names);
     if (st == TUNE_OK)
@@ -818,7 +819,7 @@ static void on_report(struct run *r, const char *json, size_t len, int64_t line_
     }
     /* The store failed (the study stops) or an argument the filters above missed. */
     if (st != TUNE_ESTORE)
-        tune_trial_set_error(r->t, "report refused: %s", tune_strerror(st));
+        tune_trial_set_error(r->t, "report refused: %s", rerr.text);
     r->status = st;
     stop_program(r, STOP_FAILED);
 }

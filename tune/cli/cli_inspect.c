@@ -82,7 +82,10 @@ int cli_export(int argc, char **argv)
     int rc = open_dir("export", argc, argv,
                       "usage: tune export DIR --csv FILE [--progress]\n"
                       "Writes one row per trial, or with --progress one row per report of each\n"
-                      "trial's last attempt (failed attempts stay in experiment.db).\n",
+                      "trial's last attempt (failed attempts stay in experiment.db).\n"
+                      "FILE '-' is standard output; otherwise FILE must be a regular file (or\n"
+                      "not exist): folders, devices, FIFOs, sockets and the experiment's own\n"
+                      "files are refused, and a symbolic link is written through.\n",
                       &study);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
@@ -105,6 +108,7 @@ int cli_export(int argc, char **argv)
         return CLI_USAGE;
     }
     tune_error err;
+    fflush(stdout); /* "--csv -" writes to fd 1 directly */
     tune_status st = tune_study_export_csv(study, progress ? TUNE_CSV_PROGRESS : TUNE_CSV_RESULTS,
                                            csv, &err);
     if (st)

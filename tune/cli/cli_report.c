@@ -1,7 +1,8 @@
 /*
  * cli_report.c - `tune report DIR [-o FILE]`: writes the experiment's HTML
- * report (tune_report_html), by default DIR/report.html. The store is opened
- * read-only, so it also works while a sweep is writing to it.
+ * report (tune_report_html), by default DIR/report.html, "-" for standard
+ * output. The store is opened read-only, so it also works while a sweep is
+ * writing to it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,10 @@ int cli_report(int argc, char **argv)
             printf("usage: tune report DIR [-o FILE]\n"
                    "Writes one self-contained HTML page (no network needed) with the summary,\n"
                    "learning curves, each parameter against the metric, parallel coordinates\n"
-                   "and a sortable table of trials. Default FILE: DIR/report.html.\n");
+                   "and a sortable table of trials. Default FILE: DIR/report.html; '-' is\n"
+                   "standard output. FILE must be a regular file (or not exist): folders,\n"
+                   "devices, FIFOs, sockets and the experiment's own files are refused, and a\n"
+                   "symbolic link is written through.\n");
             return CLI_OK;
         } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) &&
                    i + 1 < argc) {
@@ -36,6 +40,7 @@ int cli_report(int argc, char **argv)
         return CLI_USAGE;
     }
     tune_error err;
+    fflush(stdout); /* "-o -" writes to fd 1 directly */
     tune_status st = tune_report_html(dir, out, &err);
     if (st) {
         cli_print_error(&err);
