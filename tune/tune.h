@@ -409,6 +409,21 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
                                             tune_error *err);
 
 /**
+ * The most metrics one report may carry, in every trainer and isolation mode
+ * (thread, process, MPI, and a command program's report line): a report with
+ * more is refused with TUNE_EINVAL. Interning names is a hash lookup, so a
+ * report with many new names costs time linear in their number.
+ */
+#define TUNE_REPORT_MAX_METRICS 4096
+
+/*
+ * A tune_trial pointer is valid while its objective runs. A report through it
+ * after the objective returned (a thread the objective left behind, a pointer
+ * kept in a global) is refused with TUNE_EINVAL and recorded nowhere, for as
+ * long as the study lives; after tune_study_free() it must not be used at all.
+ */
+
+/**
  * Reports n metrics for the next training iteration (1, 2, 3 ... per attempt).
  * training_iteration and time_total_s are filled in by the engine; those
  * names, trial_id and status are reserved (TUNE_EINVAL).
@@ -687,6 +702,37 @@ TUNE_API tune_status tune_study_run(tune_study *study, tune_error *err);
  * so a SIGINT handler may call it.
  */
 TUNE_API void tune_study_request_stop(tune_study *study);
+
+/**
+ * Ends a run at once when its objectives do not return (a second Ctrl-C): no
+ * new trial starts, every RUNNING trial goes back to PENDING in the store and
+ * that is committed, without waiting for any objective. From then on nothing
+ * more reaches the store (reports are answered TUNE_ESTORE), so the caller
+ * should end the process with _exit() (isolated trial processes die with it)
+ * and `tune resume` continues the experiment. Takes the study's locks: not
+ * async-signal-safe, so call it from an ordinary thread (a signal handler
+ * sets a flag that thread reads). A second call does nothing.
+ * @return TUNE_OK; TUNE_ESTORE (the store failed before or now: not all
+ *         running trials may be PENDING); TUNE_EINVAL (NULL, or read-only).
+ */
+TUNE_API tune_status tune_study_stop_now(tune_study *study, tune_error *err);
+
+/*
+ * Objectives that wedge a run, in thread mode ("isolation": "thread"):
+ * - One that runs past trial_timeout_s is told TUNE_ESTOP at its next report.
+ *   One that neither reports nor returns within a second after that is
+ *   abandoned: its attempt fails ("timed out ... abandoned"), a new worker
+ *   thread takes its place and the run can finish. The old thread cannot be
+ *   stopped: it is left running (leaked, with its memory) until the process
+ *   exits; its reports are answered TUNE_ESTOP and recorded nowhere. After
+ *   tune_study_free() such a thread may call tune_trial_report() and
+ *   tune_trial_should_stop() through its handle, nothing else.
+ * - One that calls exit() ends the process, but not as a success: while a run
+ *   is going, libtune's atexit handler puts the running trials back to
+ *   PENDING, commits, logs (TUNE_LOG_ERROR) which trial's objective exited,
+ *   and ends the process with _exit(1). Exits from other threads are left
+ *   alone. "isolation": "process" confines both cases to the trial's process.
+ */
 
 /** Counts of trials by status, for progress displays. Thread-safe while running. */
 TUNE_API void tune_study_counts(tune_study *study, int64_t ret_counts[TUNE_TRIAL_STATUS_COUNT]);
