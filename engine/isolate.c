@@ -194,7 +194,7 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
     tune_status st = TUNE_EFAILED;
     double deadline = s->cfg.trial_timeout_s > 0 ? t->t0 + s->cfg.trial_timeout_s : 0;
     double stop_since = 0;
-    int done = 0, killed_for_time = 0;
+    int done = 0, killed_for_time = 0, sent_term = 0;
     while (!done) {
         struct pollfd pfd = {req[0], POLLIN, 0};
         int pr = poll(&pfd, 1, 100);
@@ -213,8 +213,9 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
                 stop_since = now;
             } else if (now - stop_since > 2 * STOP_GRACE_S) {
                 kill(pid, SIGKILL);
-            } else if (now - stop_since > STOP_GRACE_S) {
-                kill(pid, SIGTERM);
+            } else if (now - stop_since > STOP_GRACE_S && !sent_term) {
+                kill(pid, SIGTERM); /* once: a child may be busy handling it */
+                sent_term = 1;
             }
         }
         if (pr <= 0)

@@ -286,6 +286,8 @@ tune_status tune_study_new(const tune_options *o, const tune_space *space, tune_
     return tunep_study_new_from_config(NULL, 0, NULL, o, copy, NULL, ret_study, err);
 }
 
+static void keep_abandoned(struct tune_trial *list);
+
 void tune_study_free(tune_study *s)
 {
     if (!s)
@@ -305,6 +307,7 @@ void tune_study_free(tune_study *s)
         s->closed = t->next;
         tunep_free(t);
     }
+    keep_abandoned(s->abandoned);
     tunep_free(s->workers);
     tunep_free(s->worker_left);
     if (s->readonly && s->param_names)
@@ -947,6 +950,9 @@ static void *flusher_main(void *arg)
  */
 static _Thread_local struct tune_trial *current_trial;
 static pthread_once_t exit_guard_once = PTHREAD_ONCE_INIT;
+/* The process that armed the guard: a process an objective forks inherits
+ * current_trial, and must not touch the study's store or locks. */
+static pid_t exit_guard_pid;
 
 /*
  * Runs when the process exits. An objective in thread mode that calls exit()
@@ -958,7 +964,7 @@ static pthread_once_t exit_guard_once = PTHREAD_ONCE_INIT;
 static void exit_guard(void)
 {
     struct tune_trial *t = current_trial;
-    if (!t)
+    if (!t || getpid() != exit_guard_pid)
         return;
     current_trial = NULL;
     tune_error e;
@@ -974,7 +980,28 @@ static void exit_guard(void)
 
 static void register_exit_guard(void)
 {
+    exit_guard_pid = getpid();
     (void)atexit(exit_guard);
+}
+
+/*
+ * Handles of abandoned attempts outlive their study: their threads may still
+ * report through them. Kept here, reachable, until the process exits.
+ */
+static pthread_mutex_t left_behind_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tune_trial *left_behind;
+
+static void keep_abandoned(struct tune_trial *list)
+{
+    if (!list)
+        return;
+    struct tune_trial *last = list;
+    while (last->next)
+        last = last->next;
+    pthread_mutex_lock(&left_behind_lock);
+    last->next = left_behind;
+    left_behind = list;
+    pthread_mutex_unlock(&left_behind_lock);
 }
 
 /* Removes t from the list that *head starts. Lock held. */

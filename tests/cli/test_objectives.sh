@@ -11,7 +11,8 @@ set -u
 TUNE=$1
 lib="$2/tests/libtune_test_plugin.so"
 tmp=$(mktemp -d /tmp/tune-objectives-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+pid=""
+trap 'kill -KILL $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 command -v sqlite3 >/dev/null || { echo "sqlite3 is missing: skipped"; exit 77; }
 fails=0
 ok() { echo "ok: $1"; }
@@ -71,7 +72,7 @@ done
 
 # ---- (b) exit() in an objective ------------------------------------------------------
 config exit fixture_exit thread 6 1 >"$tmp/exit.json"
-timeout 30 "$TUNE" run "$tmp/exit.json" --storage "$tmp/exit" --quiet >/dev/null 2>"$tmp/err"
+timeout -k 5 30 "$TUNE" run "$tmp/exit.json" --storage "$tmp/exit" --quiet >/dev/null 2>"$tmp/err"
 rc=$?
 [ "$rc" = 1 ] && ok "exit(0) in an objective: exit status 1" || fail "exit(0) in an objective: exit status $rc"
 grep -q "trial 1: the objective called exit()" "$tmp/err" && ok "names trial 1" ||
@@ -81,7 +82,7 @@ states=$(sqlite3 "$tmp/exit/experiment.db" "SELECT group_concat(trial_id || ':' 
 
 # ---- (c) process isolation: a child reporting without pause ---------------------------
 config spin fixture_spin process 1 1 ', "trial_timeout_s": 1' >"$tmp/spin.json"
-timeout 30 "$TUNE" run "$tmp/spin.json" --storage "$tmp/spin" --quiet >/dev/null 2>"$tmp/err"
+timeout -k 5 30 "$TUNE" run "$tmp/spin.json" --storage "$tmp/spin" --quiet >/dev/null 2>"$tmp/err"
 rc=$?
 err=$(sqlite3 "$tmp/spin/experiment.db" "SELECT status || ' ' || error FROM trials")
 case "$err" in
