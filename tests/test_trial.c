@@ -63,18 +63,20 @@ START_TEST(thread_timeout_abandons_a_hung_objective)
     double t0 = now_s();
     tune_error err;
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
-    ck_assert_double_lt(now_s() - t0, 10.0);
+    ck_assert_msg(now_s() - t0 < 10.0, "the run took %.1f s", now_s() - t0);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 1);
     ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 2);
     ck_assert_int_eq(c[TUNE_TRIAL_RUNNING] + c[TUNE_TRIAL_PENDING], 0);
-    /* The study is gone; the left-behind thread's report is refused without it. */
-    tune_study_free(s);
+    /* The left-behind thread's late report is refused: its attempt has ended. */
     atomic_store(&hang_release, 1);
     for (int i = 0; i < 2000 && atomic_load(&hang_answer) < 0; i++)
         nap_ms(5);
     ck_assert_int_eq(atomic_load(&hang_answer), TUNE_ESTOP);
+    tune_study_counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 1);
+    tune_study_free(s);
 }
 END_TEST
 
@@ -181,9 +183,9 @@ START_TEST(many_metric_names_are_linear)
     ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 1);
     tune_result *best = NULL;
     ck_assert_int_eq(tune_study_best(s, &best, NULL), TUNE_OK);
-    double v = NAN;
+    double v = 0;
     ck_assert_int_eq(tune_result_get_metric(best, "m39_4094", &v, NULL), TUNE_OK);
-    ck_assert_double_eq(v, 4094.0);
+    ck_assert_msg(v == 4094.0, "m39_4094 = %g", v);
     tune_result_free(best);
     tune_study_free(s);
 }
