@@ -36,7 +36,7 @@ static void nap_ms(long ms)
 
 /* ---- a hung objective in thread mode ------------------------------------- */
 
-static atomic_int hang_release;    /* set by the test: the hung objective reports and returns */
+static atomic_int hang_release;     /* set by the test: the hung objective reports and returns */
 static atomic_int hang_answer = -1; /* what that late report was answered */
 
 /* Trial 0 neither reports nor returns until released; the others report and return. */
@@ -82,7 +82,7 @@ END_TEST
 
 /* ---- stale handles and a changed objective ------------------------------- */
 
-static tune_trial *kept;          /* trial 0's handle, kept past its return */
+static tune_trial *kept; /* trial 0's handle, kept past its return */
 static atomic_int stale_answer = -1;
 static atomic_int set_objective_answer = -1;
 static int64_t kept_iteration = -1;
@@ -103,8 +103,7 @@ static tune_status obj_keep_handle(tune_trial *t, void *ud)
     } else if (tune_trial_id(t) == 1) {
         atomic_store(&stale_answer, tune_trial_report_metric(kept, "score", 9.0, NULL));
         kept_iteration = tune_trial_iteration(kept);
-        atomic_store(&set_objective_answer,
-                     tune_study_set_objective(study, obj_other, NULL, NULL));
+        atomic_store(&set_objective_answer, tune_study_set_objective(study, obj_other, NULL, NULL));
     }
     tune_status st = tune_trial_report_metric(t, "score", (double)tune_trial_id(t), NULL);
     return st == TUNE_ESTOP ? TUNE_OK : st;
@@ -176,8 +175,8 @@ START_TEST(many_metric_names_are_linear)
     ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
     double took = now_s() - t0;
     /* 163,800 names: quadratic interning took a minute; a hash table well under a second. */
-    ck_assert_msg(took < 10.0, "%d reports of %d new names took %.1f s", REPORTS,
-                  NAMES_PER_REPORT, took);
+    ck_assert_msg(took < 10.0, "%d reports of %d new names took %.1f s", REPORTS, NAMES_PER_REPORT,
+                  took);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 1);
