@@ -971,8 +971,9 @@ static void exit_guard(void)
     int64_t id = t->rec->id;
     tune_status st = tune_study_stop_now(t->study, &e);
     tunep_log(TUNE_LOG_ERROR,
-              "trial %lld: the objective called exit() in thread mode; the run ends unfinished "
-              "(exit status 1) with %s (use \"isolation\": \"process\" for objectives that exit)",
+              "trial %lld: the objective called exit() in thread mode; " /* exit-lint-ok */
+              "the run ends unfinished (exit status 1) with %s "
+              "(use \"isolation\": \"process\" for objectives that exit)",
               (long long)id,
               st ? "the store not updated" : "its running trials back to PENDING, to be resumed");
     _exit(1); /* the process is exiting already; only its status changes: exit-lint-ok */
