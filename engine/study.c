@@ -1137,7 +1137,8 @@ static void abandon_overdue(struct tune_study *s)
     while (*p) {
         struct tune_trial *t = *p;
         int open = TUNEP_HANDLE_OPEN;
-        if (now - t->t0 < limit ||
+        /* The attempt's time, as reports count it: with its segments before a pause. */
+        if (t->rec->time_base + (now - t->t0) < limit ||
             !atomic_compare_exchange_strong(&t->state, &open, TUNEP_HANDLE_ABANDONED)) {
             p = &t->next;
             continue;
