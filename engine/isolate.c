@@ -15,7 +15,10 @@
  * A child that dies without 'D' failed: the error names its signal or exit
  * status. Past trial_timeout_s the child is killed (SIGKILL) and the attempt
  * fails with "timed out"; when the study is stopping, a child that does not
- * report within STOP_GRACE_S gets SIGTERM, then SIGKILL.
+ * end within STOP_GRACE_S gets SIGTERM, then SIGKILL. Both are checked after
+ * every message too, so a child that reports without pause cannot outrun
+ * them. A child dies with the worker thread that forked it
+ * (PR_SET_PDEATHSIG), so a killed controller leaves no trial running.
  */
 #include "engine/study.h"
 
@@ -24,11 +27,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define STOP_GRACE_S 5.0
-#define MAX_MSG_METRICS 1024
+#define MAX_MSG_METRICS TUNE_REPORT_MAX_METRICS
 
 static int write_all(int fd, const void *buf, size_t n)
 {
@@ -131,13 +135,12 @@ static int serve_report(struct tune_trial *t, int req, int resp)
     uint32_t n;
     if (read_all(req, &n, sizeof n) || n > MAX_MSG_METRICS)
         return -1;
-    char *names[MAX_MSG_METRICS];
-    double values[MAX_MSG_METRICS];
-    uint32_t i;
-    int bad = 0;
-    for (i = 0; i < n; i++) {
+    char **names = tunep_calloc(n ? n : 1, sizeof *names);
+    double *values = tunep_calloc(n ? n : 1, sizeof *values);
+    uint32_t i = 0;
+    int bad = !names || !values;
+    for (; !bad && i < n; i++) {
         uint16_t len;
-        names[i] = NULL;
         if (read_all(req, &len, sizeof len) || !(names[i] = tunep_malloc((size_t)len + 1)) ||
             read_all(req, names[i], len) || read_all(req, &values[i], sizeof values[i])) {
             bad = 1;
@@ -149,8 +152,10 @@ static int serve_report(struct tune_trial *t, int req, int resp)
     int32_t answer = TUNE_EINVAL;
     if (!bad)
         answer = tune_trial_report(t, n, (const char *const *)names, values, NULL);
-    for (uint32_t k = 0; k < i; k++)
+    for (uint32_t k = 0; names && k < i; k++)
         tunep_free(names[k]);
+    tunep_free(names);
+    tunep_free(values);
     if (bad)
         return -1;
     return write_all(resp, &answer, sizeof answer);
@@ -166,12 +171,17 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
         close(req[1]);
         goto no_process;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(req[0]), close(req[1]), close(resp[0]), close(resp[1]);
         goto no_process;
     }
     if (pid == 0) {
+        /* Killed when the forking thread ends, whatever ends it; a parent that
+         * died before this line would never send the signal, hence the check. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(1); /* the forked child, never the caller's process: exit-lint-ok */
         close(req[0]);
         close(resp[1]);
         t->ipc_req = req[1];
@@ -184,30 +194,32 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
     tune_status st = TUNE_EFAILED;
     double deadline = s->cfg.trial_timeout_s > 0 ? t->t0 + s->cfg.trial_timeout_s : 0;
     double stop_since = 0;
-    int done = 0, killed_for_time = 0;
+    int done = 0, killed_for_time = 0, sent_term = 0;
     while (!done) {
         struct pollfd pfd = {req[0], POLLIN, 0};
         int pr = poll(&pfd, 1, 100);
         double now = tunep_now_monotonic();
         if (pr < 0 && errno != EINTR)
             break;
-        if (pr <= 0) {
-            if (deadline > 0 && now >= deadline) {
-                kill(pid, SIGKILL);
-                killed_for_time = 1;
-                break;
-            }
-            if (atomic_load(&s->stop_requested)) {
-                if (stop_since == 0) {
-                    stop_since = now;
-                } else if (now - stop_since > 2 * STOP_GRACE_S) {
-                    kill(pid, SIGKILL);
-                } else if (now - stop_since > STOP_GRACE_S) {
-                    kill(pid, SIGTERM);
-                }
-            }
-            continue;
+        /* The deadline and the stop escalation before any message: a child
+         * that reports all the time must not postpone them. */
+        if (deadline > 0 && now >= deadline) {
+            kill(pid, SIGKILL);
+            killed_for_time = 1;
+            break;
         }
+        if (atomic_load(&s->stop_requested)) {
+            if (stop_since == 0) {
+                stop_since = now;
+            } else if (now - stop_since > 2 * STOP_GRACE_S) {
+                kill(pid, SIGKILL);
+            } else if (now - stop_since > STOP_GRACE_S && !sent_term) {
+                kill(pid, SIGTERM); /* once: a child may be busy handling it */
+                sent_term = 1;
+            }
+        }
+        if (pr <= 0)
+            continue;
         char type;
         int r = read_all(req[0], &type, 1);
         if (r != 0)

@@ -35,7 +35,7 @@
 static int node_rank = -1;
 
 
-#define MAX_MSG_METRICS 1024
+#define MAX_MSG_METRICS TUNE_REPORT_MAX_METRICS
 
 /* A received message: MPI_Probe for its size, then MPI_Recv. NULL on OOM. */
 static char *recv_msg(int source, int tag, int *ret_len)

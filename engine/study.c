@@ -118,11 +118,52 @@ fail:
     return NULL;
 }
 
+/* FNV-1a: the hash of a metric name in the interning table. */
+static uint32_t name_hash(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+/* The slot of name in the open-addressing table, or of the empty slot where it would go. */
+static size_t metric_slot(const struct tune_study *s, const char *name)
+{
+    size_t mask = s->n_metric_slots - 1;
+    size_t i = name_hash(name) & mask;
+    while (s->metric_slots[i] && strcmp(s->metric_names[s->metric_slots[i] - 1], name) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Doubles the table (at most half full) and places every name again. 0, or -1 on OOM. */
+static int grow_metric_slots(struct tune_study *s)
+{
+    size_t n = s->n_metric_slots ? s->n_metric_slots * 2 : 16;
+    uint32_t *slots = tunep_calloc(n, sizeof *slots);
+    if (!slots)
+        return -1;
+    tunep_free(s->metric_slots);
+    s->metric_slots = slots;
+    s->n_metric_slots = n;
+    for (size_t id = 0; id < s->n_metrics; id++)
+        slots[metric_slot(s, s->metric_names[id])] = (uint32_t)id + 1;
+    return 0;
+}
+
+/* A hash table rather than a scan: a report with thousands of new names stays linear. */
 long tunep_study_metric_id(struct tune_study *s, const char *name)
 {
-    for (size_t i = 0; i < s->n_metrics; i++)
-        if (strcmp(s->metric_names[i], name) == 0)
-            return (long)i;
+    if (s->n_metric_slots) {
+        uint32_t known = s->metric_slots[metric_slot(s, name)];
+        if (known)
+            return (long)known - 1;
+    }
+    if (s->n_metrics >= UINT32_MAX - 1)
+        return -1;
+    if (2 * (s->n_metrics + 1) > s->n_metric_slots && grow_metric_slots(s))
+        return -1;
     if (s->n_metrics == s->cap_metrics) {
         size_t cap = s->cap_metrics ? s->cap_metrics * 2 : 8;
         char **p = tunep_realloc(s->metric_names, s->n_metrics * sizeof *p, cap * sizeof *p);
@@ -135,6 +176,7 @@ long tunep_study_metric_id(struct tune_study *s, const char *name)
     if (!copy)
         return -1;
     s->metric_names[s->n_metrics] = copy;
+    s->metric_slots[metric_slot(s, name)] = (uint32_t)s->n_metrics + 1;
     if (strcmp(name, s->cfg.metric) == 0)
         s->main_metric = (long)s->n_metrics;
     return (long)s->n_metrics++;
@@ -244,6 +286,8 @@ tune_status tune_study_new(const tune_options *o, const tune_space *space, tune_
     return tunep_study_new_from_config(NULL, 0, NULL, o, copy, NULL, ret_study, err);
 }
 
+static void keep_abandoned(struct tune_trial *list);
+
 void tune_study_free(tune_study *s)
 {
     if (!s)
@@ -257,6 +301,15 @@ void tune_study_free(tune_study *s)
     for (size_t i = 0; i < s->n_metrics; i++)
         tunep_free(s->metric_names[i]);
     tunep_free(s->metric_names);
+    tunep_free(s->metric_slots);
+    while (s->closed) {
+        struct tune_trial *t = s->closed;
+        s->closed = t->next;
+        tunep_free(t);
+    }
+    keep_abandoned(s->abandoned);
+    tunep_free(s->workers);
+    tunep_free(s->worker_left);
     if (s->readonly && s->param_names)
         for (size_t i = 0; i < s->n_params; i++)
             tunep_free((char *)s->param_names[i]);
@@ -279,6 +332,9 @@ tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *
         return tunep_error_set(err, TUNE_EINVAL, "study and fn must not be NULL");
     if (s->readonly)
         return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    if (s->has_run)
+        return tunep_error_set(err, TUNE_EINVAL, "the study is running or has run: set the "
+                                                 "objective before tune_study_run()");
     s->fn = fn;
     s->fn_data = user_data;
     return TUNE_OK;
@@ -366,6 +422,56 @@ void tune_study_request_stop(tune_study *s)
 {
     if (s)
         atomic_store(&s->stop_requested, 1);
+}
+
+static void set_fatal(struct tune_study *s, const tune_error *e);
+
+tune_status tune_study_stop_now(tune_study *s, tune_error *err)
+{
+    if (!s)
+        return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
+    if (s->readonly)
+        return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    atomic_store(&s->stop_requested, 1);
+    tune_status st = TUNE_OK;
+    pthread_mutex_lock(&s->commit_lock);
+    pthread_mutex_lock(&s->lock);
+    if (!s->stopped_now) {
+        s->stopped_now = 1;
+        int64_t n = 0;
+        for (int64_t i = 0; i < s->n_trials; i++) {
+            struct tunep_trial_rec *rec = s->trials[i];
+            if (rec->status != TUNE_TRIAL_RUNNING)
+                continue;
+            tunep_study_set_status(s, rec, TUNE_TRIAL_PENDING);
+            n++;
+            tune_error e;
+            if (s->store && !s->fatal &&
+                tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_PENDING,
+                                      rec->iteration, rec->time_total_s, tunep_now_wall(), NULL,
+                                      &e))
+                set_fatal(s, &e);
+        }
+        if (s->store && !s->fatal) {
+            tune_error e;
+            if (tunep_store_commit(s->store, &e))
+                set_fatal(s, &e);
+        }
+        if (s->fatal) {
+            st = s->fatal_err.code ? s->fatal_err.code : TUNE_ESTORE;
+            if (err)
+                *err = s->fatal_err;
+        } else {
+            /* From here on every report is answered TUNE_ESTORE and nothing is written. */
+            s->fatal = 1;
+            tunep_error_set(&s->fatal_err, TUNE_EINTERRUPTED,
+                            "stopped at once: %lld running trial%s back to PENDING",
+                            (long long)n, n == 1 ? "" : "s");
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->commit_lock);
+    return st;
 }
 
 void tune_study_counts(tune_study *s, int64_t ret_counts[TUNE_TRIAL_STATUS_COUNT])
@@ -838,45 +944,226 @@ static void *flusher_main(void *arg)
     return NULL;
 }
 
-/* A worker thread: its study and, under MPI, the remote slot it runs trials on. */
+/*
+ * The handle of the attempt whose objective this thread runs in thread mode,
+ * for exit_guard(); NULL elsewhere (in a forked trial process too).
+ */
+static _Thread_local struct tune_trial *current_trial;
+static pthread_once_t exit_guard_once = PTHREAD_ONCE_INIT;
+/* The process that armed the guard: a process an objective forks inherits
+ * current_trial, and must not touch the study's store or locks. */
+static pid_t exit_guard_pid;
+
+/*
+ * Runs when the process exits. An objective in thread mode that calls exit()
+ * would end the whole run, and with status 0 if it said exit(0): the sweep
+ * unfinished and nothing said. Here the running trials go back to PENDING in
+ * the store, the log says which trial did it, and the process ends with status
+ * 1 instead. Exits from any other thread are left alone.
+ */
+static void exit_guard(void)
+{
+    struct tune_trial *t = current_trial;
+    if (!t || getpid() != exit_guard_pid)
+        return;
+    current_trial = NULL;
+    tune_error e;
+    int64_t id = t->rec->id;
+    tune_status st = tune_study_stop_now(t->study, &e);
+    tunep_log(TUNE_LOG_ERROR,
+              "trial %lld: the objective called exit() in thread mode; " /* exit-lint-ok */
+              "the run ends unfinished (exit status 1) with %s "
+              "(use \"isolation\": \"process\" for objectives that exit)",
+              (long long)id,
+              st ? "the store not updated" : "its running trials back to PENDING, to be resumed");
+    _exit(1); /* the process is exiting already; only its status changes: exit-lint-ok */
+}
+
+static void register_exit_guard(void)
+{
+    exit_guard_pid = getpid();
+    (void)atexit(exit_guard);
+}
+
+/*
+ * Handles of abandoned attempts outlive their study: their threads may still
+ * report through them. Kept here, reachable, until the process exits.
+ */
+static pthread_mutex_t left_behind_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tune_trial *left_behind;
+
+static void keep_abandoned(struct tune_trial *list)
+{
+    if (!list)
+        return;
+    struct tune_trial *last = list;
+    while (last->next)
+        last = last->next;
+    pthread_mutex_lock(&left_behind_lock);
+    last->next = left_behind;
+    left_behind = list;
+    pthread_mutex_unlock(&left_behind_lock);
+}
+
+/* Removes t from the list that *head starts. Lock held. */
+static void unlink_handle(struct tune_trial **head, struct tune_trial *t)
+{
+    for (struct tune_trial **p = head; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            t->next = NULL;
+            return;
+        }
+}
+
+/* Spawns worker thread number `slot`. 0, or -1 when no thread could be made. Lock held. */
+static int spawn_worker(struct tune_study *s, int slot);
+
+/* A worker thread: its study, its index in s->workers and, under MPI, the remote slot. */
 struct worker_arg {
     struct tune_study *s;
     int slot;
+    int index;
 };
 
 static void *worker_main(void *arg)
 {
-    struct tune_study *s = ((struct worker_arg *)arg)->s;
-    int slot = ((struct worker_arg *)arg)->slot;
+    struct worker_arg a = *(struct worker_arg *)arg;
+    struct tune_study *s = a.s;
+    tunep_free(arg);
+    int threads = s->mpi_size <= 1 && !s->cfg.isolation_process;
     gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    struct tune_trial *t = NULL;
+    pthread_mutex_lock(&s->lock);
     if (!r) {
-        pthread_mutex_lock(&s->lock);
         tune_error e;
         tunep_error_set(&e, TUNE_ENOMEM, "out of memory allocating a random stream");
         set_fatal(s, &e);
-        pthread_mutex_unlock(&s->lock);
-        return NULL;
     }
-    pthread_mutex_lock(&s->lock);
-    for (;;) {
+    while (r) {
+        if (!t && !(t = tunep_calloc(1, sizeof *t))) {
+            tune_error e;
+            tunep_error_set(&e, TUNE_ENOMEM, "out of memory starting a trial");
+            set_fatal(s, &e);
+            break;
+        }
         struct tunep_trial_rec *rec = next_trial(s, r);
         if (!rec)
             break;
-        struct tune_trial t = {.study = s, .rec = rec, .end = TUNEP_END_NONE, .donor = -1};
-        t.t0 = tunep_now_monotonic();
-        t.ipc_req = t.ipc_resp = -1;
+        t->study = s;
+        t->rec = rec;
+        t->end = TUNEP_END_NONE;
+        t->donor = -1;
+        t->t0 = tunep_now_monotonic();
+        t->ipc_req = t->ipc_resp = -1;
+        t->worker = a.index;
+        t->next = s->live;
+        s->live = t;
         pthread_mutex_unlock(&s->lock);
-        tunep_trial_dir_open(s, &t);
-        tune_status ret = s->mpi_size > 1           ? tunep_run_remote(s, &t, slot)
-                          : s->cfg.isolation_process ? tunep_run_isolated(s, &t)
-                                                     : s->fn(&t, s->fn_data);
-        tunep_trial_dir_close(&t);
+        tunep_trial_dir_open(s, t);
+        if (threads) {
+            pthread_once(&exit_guard_once, register_exit_guard);
+            current_trial = t;
+        }
+        tune_status ret = s->mpi_size > 1           ? tunep_run_remote(s, t, a.slot)
+                          : s->cfg.isolation_process ? tunep_run_isolated(s, t)
+                                                     : s->fn(t, s->fn_data);
+        current_trial = NULL;
+        tunep_trial_dir_close(t);
+        int open = TUNEP_HANDLE_OPEN;
+        if (!atomic_compare_exchange_strong(&t->state, &open, TUNEP_HANDLE_CLOSED)) {
+            /* Abandoned past trial_timeout_s: the study went on without this
+             * thread and may be gone; touch nothing of it. */
+            gsl_rng_free(r);
+            return NULL;
+        }
         pthread_mutex_lock(&s->lock);
-        finish_trial(s, &t, ret);
+        unlink_handle(&s->live, t);
+        finish_trial(s, t, ret);
+        t->next = s->closed; /* kept, so that a stale pointer finds it CLOSED */
+        s->closed = t;
+        t = NULL;
     }
+    s->workers_running--;
+    if (s->have_pool_cond)
+        pthread_cond_broadcast(&s->pool_cond);
     pthread_mutex_unlock(&s->lock);
+    tunep_free(t);
     gsl_rng_free(r);
     return NULL;
+}
+
+static int spawn_worker(struct tune_study *s, int slot)
+{
+    if (s->n_workers == s->cap_workers) {
+        int cap = s->cap_workers ? s->cap_workers * 2 : 8;
+        pthread_t *w = tunep_realloc(s->workers, (size_t)s->n_workers * sizeof *w,
+                                     (size_t)cap * sizeof *w);
+        if (!w)
+            return -1;
+        s->workers = w;
+        unsigned char *left = tunep_realloc(s->worker_left, (size_t)s->n_workers, (size_t)cap);
+        if (!left)
+            return -1;
+        s->worker_left = left;
+        s->cap_workers = cap;
+    }
+    struct worker_arg *a = tunep_malloc(sizeof *a);
+    if (!a)
+        return -1;
+    *a = (struct worker_arg){s, slot, s->n_workers};
+    if (pthread_create(&s->workers[s->n_workers], NULL, worker_main, a) != 0) {
+        tunep_free(a);
+        return -1;
+    }
+    s->worker_left[s->n_workers++] = 0;
+    s->workers_running++;
+    return 0;
+}
+
+/* A hung objective may still return this long after trial_timeout_s before it is abandoned. */
+#define ABANDON_GRACE_S 1.0
+
+/*
+ * Thread mode: fails every trial whose objective runs past trial_timeout_s
+ * (plus ABANDON_GRACE_S) without returning, detaches its thread and starts a
+ * worker in its place. Lock held.
+ */
+static void abandon_overdue(struct tune_study *s)
+{
+    double limit = s->cfg.trial_timeout_s + ABANDON_GRACE_S;
+    double now = tunep_now_monotonic();
+    struct tune_trial **p = &s->live;
+    while (*p) {
+        struct tune_trial *t = *p;
+        int open = TUNEP_HANDLE_OPEN;
+        /* The attempt's time, as reports count it: with its segments before a pause. */
+        if (t->rec->time_base + (now - t->t0) < limit ||
+            !atomic_compare_exchange_strong(&t->state, &open, TUNEP_HANDLE_ABANDONED)) {
+            p = &t->next;
+            continue;
+        }
+        *p = t->next;
+        /* The objective's thread may still write its handle: the attempt ends on a copy. */
+        struct tune_trial dead = {.study = s, .rec = t->rec, .t0 = t->t0, .end = t->end,
+                                  .fail_now = 1, .ipc_req = -1, .ipc_resp = -1, .donor = -1};
+        snprintf(dead.error, sizeof dead.error,
+                 "timed out after %g s (trial_timeout_s) and abandoned: the objective never "
+                 "returned", s->cfg.trial_timeout_s);
+        tunep_log(TUNE_LOG_WARN,
+                  "trial %lld: the objective runs %g s past trial_timeout_s and does not return; "
+                  "its thread is left behind until the process exits",
+                  (long long)t->rec->id, ABANDON_GRACE_S);
+        finish_trial(s, &dead, TUNE_EFAILED);
+        t->next = s->abandoned;
+        s->abandoned = t;
+        pthread_detach(s->workers[t->worker]);
+        s->worker_left[t->worker] = 1;
+        s->workers_running--;
+        if (spawn_worker(s, 0))
+            tunep_log(TUNE_LOG_WARN, "cannot start a worker thread in its place: one trial "
+                                     "fewer runs at once");
+    }
 }
 
 tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, int local_rank,
@@ -949,31 +1236,50 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
                                         : s->cfg.max_concurrent;
     if (n_workers > s->total_trials)
         n_workers = s->total_trials;
-    if (n_workers <= 1) {
-        struct worker_arg a = {s, 0};
-        worker_main(&a);
-    } else {
-        pthread_t *threads = tunep_calloc((size_t)n_workers, sizeof *threads);
-        struct worker_arg *args = tunep_calloc((size_t)n_workers, sizeof *args);
-        if (!threads || !args) {
-            tunep_free(threads);
-            tunep_free(args);
-            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    int watch = s->mpi_size <= 1 && !s->cfg.isolation_process && s->cfg.trial_timeout_s > 0;
+    s->have_pool_cond = pthread_cond_init(&s->pool_cond, NULL) == 0;
+    pthread_mutex_lock(&s->lock);
+    for (int64_t i = 0; s->have_pool_cond && i < n_workers; i++)
+        if (spawn_worker(s, (int)i))
+            break;
+    if (s->n_workers == 0) {
+        /* No thread could be made: this thread is the only worker, unwatched. */
+        struct worker_arg *a = tunep_malloc(sizeof *a);
+        if (a) {
+            *a = (struct worker_arg){s, 0, 0};
+            s->workers_running++;
+            pthread_mutex_unlock(&s->lock);
+            worker_main(a);
+            pthread_mutex_lock(&s->lock);
+        } else {
+            tune_error e;
+            tunep_error_set(&e, TUNE_ENOMEM, "out of memory");
+            set_fatal(s, &e);
         }
-        int64_t started = 0;
-        for (; started < n_workers; started++) {
-            args[started] = (struct worker_arg){s, (int)started};
-            if (pthread_create(&threads[started], NULL, worker_main, &args[started]) != 0)
-                break;
-        }
-        if (started == 0) {
-            args[0] = (struct worker_arg){s, 0};
-            worker_main(&args[0]);
-        }
-        for (int64_t i = 0; i < started; i++)
-            pthread_join(threads[i], NULL);
-        tunep_free(threads);
-        tunep_free(args);
+    }
+    /* This thread waits for the workers and, in thread mode, watches for hung objectives. */
+    while (s->workers_running > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + 50000000L;
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&s->pool_cond, &s->lock, &ts);
+        if (watch)
+            abandon_overdue(s);
+    }
+    pthread_mutex_unlock(&s->lock);
+    for (int i = 0; i < s->n_workers; i++)
+        if (!s->worker_left[i])
+            pthread_join(s->workers[i], NULL);
+    /* A report that entered through an abandoned handle before it was abandoned
+     * is refused under the lock; wait until it has left the study. */
+    for (struct tune_trial *t = s->abandoned; t; t = t->next)
+        while (atomic_load(&t->busy) > 0)
+            nanosleep(&(struct timespec){0, 1000000L}, NULL);
+    if (s->have_pool_cond) {
+        pthread_cond_destroy(&s->pool_cond);
+        s->have_pool_cond = 0;
     }
     if (s->mpi_size > 1)
         tunep_mpi_quit_workers(s);

@@ -60,6 +60,15 @@ struct tunep_trial_rec {
     int n_exploits;         /* PBT restarts so far */
 };
 
+/*
+ * A tune_trial handle's life: OPEN while its objective runs; CLOSED once the
+ * objective returned (a report through a kept pointer is refused); ABANDONED
+ * when a thread-mode objective overran trial_timeout_s and the run went on
+ * without it. A handle is never reused for another attempt: closed ones are
+ * freed with the study, abandoned ones never (their thread may still use them).
+ */
+enum tunep_handle_state { TUNEP_HANDLE_OPEN = 0, TUNEP_HANDLE_CLOSED, TUNEP_HANDLE_ABANDONED };
+
 struct tune_trial {
     struct tune_study *study;
     struct tunep_trial_rec *rec;
@@ -72,6 +81,10 @@ struct tune_trial {
     int64_t donor;          /* TUNEP_END_EXPLOIT: the trial whose checkpoint it takes */
     int remote_tag;         /* on an MPI worker rank: the slot's tag; else 0 (mpi.c) */
     uint64_t remote_seed;   /* there: the controller's study seed */
+    atomic_int state;       /* enum tunep_handle_state; zero (OPEN) for handles on a stack */
+    atomic_int busy;        /* reports inside tune_trial_report() through this handle */
+    struct tune_trial *next; /* in the study's list of running or of closed handles */
+    int worker;             /* the index of the worker thread that runs it */
     char error[512];
 };
 
@@ -128,6 +141,8 @@ struct tune_study {
 
     char **metric_names;    /* interned, in order of first report */
     size_t n_metrics, cap_metrics;
+    uint32_t *metric_slots; /* open-addressing hash of metric_names: id + 1, 0 when empty */
+    size_t n_metric_slots;  /* a power of two, at least twice n_metrics */
     long main_metric;       /* interned id of cfg.metric, -1 until reported */
 
     atomic_int stop_requested;
@@ -149,6 +164,23 @@ struct tune_study {
     double wall_start;
     int64_t n_reports;
     int64_t n_warned_nan;
+
+    /*
+     * The worker threads (study.c). Handles of attempts whose objective runs
+     * are in `live`, those that ended in `closed`. In thread mode the thread
+     * calling tune_study_run() watches `live` for trials past trial_timeout_s:
+     * such a trial fails, its thread is detached and left behind (leaked until
+     * the process exits) and a new worker takes its place.
+     */
+    struct tune_trial *live, *closed;
+    struct tune_trial *abandoned; /* never freed: their threads may still hold them */
+    pthread_t *workers;
+    unsigned char *worker_left; /* 1: abandoned with its trial, detached, never joined */
+    int n_workers, cap_workers;
+    int workers_running;    /* worker threads not yet finished or abandoned */
+    pthread_cond_t pool_cond; /* signalled when a worker finishes */
+    int have_pool_cond;
+    int stopped_now;        /* tune_study_stop_now(): nothing more reaches the store */
 };
 
 /* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */

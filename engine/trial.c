@@ -190,6 +190,9 @@ const char *tune_trial_error(const tune_trial *t)
 
 int tune_trial_should_stop(const tune_trial *t)
 {
+    /* A closed or abandoned handle answers without looking at its study, which may be gone. */
+    if (t && atomic_load(&((tune_trial *)t)->state) != TUNEP_HANDLE_OPEN)
+        return 1;
     return t && atomic_load(&t->study->stop_requested);
 }
 
@@ -208,6 +211,10 @@ double tune_trial_time_left(const tune_trial *t)
 static int remember(struct tune_study *s, struct tunep_trial_rec *rec, size_t n,
                     const char *const *names, const double *values)
 {
+    /* Every name first, so that the record's slots grow once per report, not once per name. */
+    for (size_t i = 0; i < n; i++)
+        if (tunep_study_metric_id(s, names[i]) < 0)
+            return -1;
     for (size_t i = 0; i < n; i++)
         if (tunep_trial_rec_set_last(s, rec, names[i], values[i]))
             return -1;
@@ -336,6 +343,11 @@ static tune_status report_local(tune_trial *t, size_t n, const char *const *name
     uint64_t ticket = 0; /* of this report's write, for make_durable() */
 
     pthread_mutex_lock(&s->lock);
+    if (atomic_load(&t->state) != TUNEP_HANDLE_OPEN) {
+        /* Closed or abandoned since tune_trial_report() looked: the attempt has ended. */
+        ret = TUNE_ESTOP;
+        goto out;
+    }
     if (s->fatal) {
         ret = TUNE_ESTORE;
         goto out;
@@ -536,6 +548,21 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         if (bad)
             return bad;
     }
+    if (n > TUNE_REPORT_MAX_METRICS)
+        return tunep_error_set(err, TUNE_EINVAL, "a report holds %zu metrics, more than %d", n,
+                               TUNE_REPORT_MAX_METRICS);
+    /* busy tells tune_study_run() that this report may still use the study
+     * (see abandon_overdue() in study.c); the handle's state is read after it. */
+    atomic_fetch_add(&t->busy, 1);
+    int state = atomic_load(&t->state);
+    if (state != TUNEP_HANDLE_OPEN) {
+        atomic_fetch_sub(&t->busy, 1);
+        if (state == TUNEP_HANDLE_ABANDONED)
+            return tunep_error_set(err, TUNE_ESTOP,
+                                   "the trial timed out and was abandoned: return now");
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "this trial's objective has returned: the report is refused");
+    }
     tune_status st;
     if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
         st = tunep_ipc_report(t, n, names, values);
@@ -545,6 +572,7 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         st = report_local(t, n, names, values);
     if (st)
         explain_answer(t, st, err);
+    atomic_fetch_sub(&t->busy, 1);
     return st;
 }
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tune.h"
 
@@ -79,4 +81,41 @@ tune_status fixture_flaky(tune_trial *trial, void *user_data)
     }
     tune_trial_report_metric(trial, "val_accuracy", 1.0, NULL);
     return TUNE_OK;
+}
+
+/*
+ * Objectives that wedge a run, for tests/cli/test_objectives.sh:
+ * fixture_hang reports once and then waits for signals forever (pause() returns
+ * after each one it catches); fixture_exit calls exit(0) in trial 1 after one
+ * report; fixture_spin reports every 10 ms whatever the answer.
+ */
+FIXTURE_API tune_status fixture_hang(tune_trial *trial, void *user_data);
+FIXTURE_API tune_status fixture_exit(tune_trial *trial, void *user_data);
+FIXTURE_API tune_status fixture_spin(tune_trial *trial, void *user_data);
+
+tune_status fixture_hang(tune_trial *trial, void *user_data)
+{
+    (void)user_data;
+    tune_trial_report_metric(trial, "val_accuracy", 0.5, NULL);
+    for (;;)
+        pause();
+}
+
+tune_status fixture_exit(tune_trial *trial, void *user_data)
+{
+    (void)user_data;
+    tune_trial_report_metric(trial, "val_accuracy", 0.5, NULL);
+    if (tune_trial_id(trial) == 1)
+        exit(0);
+    return TUNE_OK;
+}
+
+tune_status fixture_spin(tune_trial *trial, void *user_data)
+{
+    (void)user_data;
+    for (;;) {
+        tune_trial_report_metric(trial, "val_accuracy", 0.5, NULL);
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
 }

@@ -62,7 +62,6 @@
 #define REPORT_PREFIX "tune-report"
 /* Longer report lines fail the attempt; longer log lines are logged in pieces. */
 #define MAX_LINE           ((size_t)1 << 20)
-#define MAX_REPORT_METRICS 4096
 #define MAX_JSON_DEPTH     64
 /* After the program exits, how long a descendant outside its process group may
  * keep its pipes open before tune stops reading them. */
@@ -747,8 +746,8 @@ static int parse_report(struct run *r, const char *text, size_t len, struct pars
         } else if (strcmp(key, "time_total_s") == 0 || strcmp(key, "trial_id") == 0 ||
                    strcmp(key, "status") == 0) {
             warn_once(r, &r->warned_name, key, "the engine fills it in");
-        } else if (r->n_metrics >= MAX_REPORT_METRICS) {
-            ps->error = "more than 4096 metrics";
+        } else if (r->n_metrics >= TUNE_REPORT_MAX_METRICS) {
+            ps->error = "more than TUNE_REPORT_MAX_METRICS (4096) metrics";
             goto out;
         } else if (add_metric(r, key, v)) {
             rc = -2;

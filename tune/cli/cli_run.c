@@ -6,6 +6,10 @@
  * otherwise one plain line every 10 seconds. SIGINT and SIGTERM ask the study
  * to stop (tune_study_request_stop is async-signal-safe); running trials are
  * put back to PENDING, the store stays consistent and the CSVs are written.
+ * A second signal does not wait for objectives that never return: the main
+ * thread puts the running trials back to PENDING (tune_study_stop_now) and
+ * ends the process. A third, for when even that cannot get through, ends it
+ * from the handler.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -19,12 +23,35 @@
 #include "cli.h"
 
 static tune_study *volatile running_study;
+static volatile sig_atomic_t signals_seen;
 
 static void on_signal(int sig)
 {
     (void)sig;
+    if (++signals_seen >= 3)
+        _exit(CLI_FAILED);
     if (running_study)
         tune_study_request_stop(running_study);
+}
+
+/* After a second signal: the store made consistent without the objectives, then exit. */
+static void stop_now(tune_study *study)
+{
+    tune_error err;
+    fflush(stdout);
+    if (tune_study_stop_now(study, &err)) {
+        fprintf(stderr, "tune: stopped at once, but the store failed: %s\n", err.text);
+    } else {
+        const char *dir = tune_study_storage(study);
+        if (dir && strcmp(dir, ":memory:") != 0)
+            fprintf(stderr,
+                    "tune: stopped at once; running trials are back to PENDING; "
+                    "`tune resume %s` continues\n",
+                    dir);
+        else
+            fprintf(stderr, "tune: stopped at once\n");
+    }
+    _exit(CLI_FAILED);
 }
 
 static void log_to_stderr(tune_log_level level, const char *msg, void *ud)
@@ -100,6 +127,8 @@ static int run_study(tune_study *study, int quiet)
         while (!atomic_load_explicit(&job.done, memory_order_acquire)) {
             nap(0.1);
             t += 0.1;
+            if (signals_seen >= 2)
+                stop_now(job.study);
             if (quiet)
                 continue;
             if (tty && t - last_line >= 0.5) {
