@@ -61,8 +61,8 @@
 
 #define REPORT_PREFIX "tune-report"
 /* Longer report lines fail the attempt; longer log lines are logged in pieces. */
-#define MAX_LINE           ((size_t)1 << 20)
-#define MAX_JSON_DEPTH     64
+#define MAX_LINE       ((size_t)1 << 20)
+#define MAX_JSON_DEPTH 64
 /* After the program exits, how long a descendant outside its process group may
  * keep its pipes open before tune stops reading them. */
 #define DRAIN_S 2.0
