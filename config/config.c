@@ -255,6 +255,18 @@ static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_
     return st;
 }
 
+/* Whether a trial can never report name: the engine writes these columns itself
+ * (and tune_trial_report() refuses them as metric names). */
+static int metric_reserved(const char *name)
+{
+    static const char *const columns[] = {"training_iteration", "time_total_s", "trial_id",
+                                          "status"};
+    for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+        if (strcmp(name, columns[i]) == 0)
+            return 1;
+    return strncmp(name, "config/", 7) == 0;
+}
+
 static long default_concurrency(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -288,6 +300,10 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                                      "expected letters, digits, '_', '-' or '.' (it names a folder)");
         } else if (strcmp(key, "metric") == 0) {
             st = tunep_config_read_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
+            if (!st && metric_reserved(c->metric))
+                st = tunep_cfg_error(ctx, &path, 0,
+                                     "'%s' is a column the engine fills in: no trial can report it",
+                                     c->metric);
         } else if (strcmp(key, "mode") == 0) {
             if (json_is_string(v) && strcmp(json_string_value(v), "max") == 0)
                 c->mode_max = 1;

@@ -309,17 +309,44 @@ long tunep_space_find(const tune_space *space, const char *name)
     return -1;
 }
 
+/* a is b's folder: b is a, then '/', then more. */
+static int is_folder_of(const char *a, size_t a_len, const char *b)
+{
+    return strncmp(a, b, a_len) == 0 && b[a_len] == '/';
+}
+
+tune_status tunep_space_name_check(const tune_space *space, const char *name, tune_error *err)
+{
+    if (name[0] == '\0')
+        return tunep_error_set(err, TUNE_ECONFIG, "parameter name is empty");
+    size_t len = strlen(name);
+    if (name[0] == '/' || name[len - 1] == '/' || strstr(name, "//"))
+        return tunep_error_set(err, TUNE_ECONFIG, "parameter name '%s' has an empty path segment",
+                               name);
+    for (size_t i = 0; i < space->n; i++) {
+        const char *other = space->params[i].name;
+        size_t other_len = strlen(other);
+        if (strcmp(other, name) == 0)
+            return tunep_error_set(err, TUNE_ECONFIG, "duplicate parameter '%s'", name);
+        if (is_folder_of(other, other_len, name) || is_folder_of(name, len, other))
+            return tunep_error_set(err, TUNE_ECONFIG,
+                                   "parameters '%s' and '%s' clash: a name cannot be both a value"
+                                   " and a folder",
+                                   other, name);
+    }
+    return TUNE_OK;
+}
+
 tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune_error *err)
 {
     if (!space || !p || !p->name)
         return tunep_error_set(err, TUNE_EINVAL, "space, parameter and name must not be NULL");
-    if (p->name[0] == '\0')
-        return tunep_error_set(err, TUNE_ECONFIG, "parameter name is empty");
     if (strlen(p->name) > TUNEP_SPACE_MAX_NAME)
         return tunep_error_set(err, TUNE_ECONFIG, "parameter name is longer than %d bytes",
                                TUNEP_SPACE_MAX_NAME);
-    if (tunep_space_find(space, p->name) >= 0)
-        return tunep_error_set(err, TUNE_ECONFIG, "duplicate parameter '%s'", p->name);
+    tune_status name_st = tunep_space_name_check(space, p->name, err);
+    if (name_st)
+        return name_st;
     if (space->n >= TUNEP_SPACE_MAX_PARAMS)
         return tunep_error_set(err, TUNE_ECONFIG, "a space holds at most %d parameters",
                                TUNEP_SPACE_MAX_PARAMS);

@@ -92,6 +92,13 @@ tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune
 
 /* The index of the parameter with this name, or -1. */
 long tunep_space_find(const tune_space *space, const char *name);
+/*
+ * Whether name can join space: not empty, no empty "/" segment ("a//b", "/a",
+ * "a/"), not a duplicate, and neither a folder of a parameter already there nor
+ * inside one ("opt" and "opt/lr" would make one value vanish from nested JSON).
+ * Returns TUNE_OK or TUNE_ECONFIG with the reason in err.
+ */
+tune_status tunep_space_name_check(const tune_space *space, const char *name, tune_error *err);
 
 /*
  * Number of grid points: the product of the sizes of the grid axes (1 when

@@ -411,7 +411,8 @@ TUNE_API tune_status tune_trial_config_json(const tune_trial *trial, char **ret_
 /**
  * Reports n metrics for the next training iteration (1, 2, 3 ... per attempt).
  * training_iteration and time_total_s are filled in by the engine; those
- * names, trial_id and status are reserved (TUNE_EINVAL).
+ * names, trial_id and status are reserved (TUNE_EINVAL), and so is a name given
+ * twice in one report.
  * The report is in the store before this returns. A missing main metric
  * counts as the worst value for the scheduler (logged); a NaN or infinite
  * one also fails the attempt ("reported <metric> = nan at iteration N"),
