@@ -66,6 +66,13 @@ struct tunep_trainer_type {
                       struct tunep_trial_resources *ret);
     /* Frees the state (NULL is fine). NULL: nothing to free. */
     void (*free)(void *state);
+    /*
+     * The most reports (training iterations) one trial makes under cfg, a
+     * config that passed check(); 0 when that is not known before the data is
+     * read. `tune validate` warns about a scheduler that waits for more.
+     * NULL: not known.
+     */
+    int64_t (*max_iterations)(const void *cfg);
     unsigned can_checkpoint : 1; /* saves checkpoints, so PBT can copy them */
     unsigned own_process : 1;    /* runs each attempt as a program of its own, so
                                   * "isolation": "process" would add nothing but risk */

@@ -267,6 +267,39 @@ static int metric_reserved(const char *name)
     return strncmp(name, "config/", 7) == 0;
 }
 
+/*
+ * Warns (the config stays valid) when the scheduler waits for more training
+ * iterations than a trial will report: a max_t beyond them is never reached
+ * (ASHA's top rung never fills), a grace_period beyond them never lets the
+ * scheduler stop anything.
+ */
+static void warn_unreachable_schedule(const struct tunep_cfgctx *ctx, const struct tunep_config *c)
+{
+    const struct tunep_scheduler_type *sched = c->scheduler.type;
+    if (!c->trainer || !c->trainer->max_iterations || !c->trainer_cfg ||
+        strcmp(tunep_scheduler_config_time_attr(&c->scheduler), "training_iteration") != 0)
+        return;
+    int64_t most = c->trainer->max_iterations(c->trainer_cfg);
+    char what[96];
+    snprintf(what, sizeof what, "iterations a %s trial reports", c->trainer->name);
+    if (c->stop.training_iteration > 0 && (most <= 0 || c->stop.training_iteration < most)) {
+        most = c->stop.training_iteration;
+        snprintf(what, sizeof what, "iterations stop.training_iteration lets a trial run");
+    }
+    if (most <= 0)
+        return;
+    const char *src = ctx->source ? ctx->source : "<string>";
+    /* One warning: a grace_period beyond them (and so max_t too) is the graver. */
+    if (sched->min_t && sched->min_t(c->scheduler.cfg) > (double)most)
+        tunep_log(TUNE_LOG_WARN,
+                  "%s: scheduler.grace_period %g is beyond the %lld %s: %s never stops a trial",
+                  src, sched->min_t(c->scheduler.cfg), (long long)most, what, sched->title);
+    else if (sched->max_t && sched->max_t(c->scheduler.cfg) > (double)most)
+        tunep_log(TUNE_LOG_WARN,
+                  "%s: scheduler.max_t %g is beyond the %lld %s: no trial reaches it", src,
+                  sched->max_t(c->scheduler.cfg), (long long)most, what);
+}
+
 static long default_concurrency(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -281,6 +314,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
         "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
         "isolation", "trial_timeout_s", "checkpoint_frequency", "resources_per_trial",
+        "fail_fast",
     };
     struct tunep_cfgpath path = {.depth = 0};
     if (!json_is_object(root))
@@ -326,6 +360,11 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
             int64_t n = 0;
             st = tunep_config_read_int(ctx, &path, v, -1, 1000000, &n);
             c->max_failures = (int)n;
+        } else if (strcmp(key, "fail_fast") == 0) {
+            if (json_is_boolean(v))
+                c->fail_fast = json_is_true(v);
+            else
+                st = tunep_cfg_error(ctx, &path, 0, "expected true or false");
         } else if (strcmp(key, "isolation") == 0) {
             if (json_is_string(v) && strcmp(json_string_value(v), "thread") == 0)
                 c->isolation_process = 0;
@@ -406,6 +445,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                              sched->title, sched->min_t(c->scheduler.cfg));
         return st;
     }
+    warn_unreachable_schedule(ctx, c);
     return TUNE_OK;
 }
 

@@ -669,6 +669,14 @@ out:
     return st;
 }
 
+/* One report per epoch without eval_every; with it the count depends on the
+ * data's size and the trial's batch_size, unknown until the data is read. */
+static int64_t bert_max_iterations(const void *config)
+{
+    const struct bert_config *cfg = config;
+    return cfg->eval_every > 0 ? 0 : cfg->epochs;
+}
+
 const struct tunep_trainer_type tunep_trainer_bert = {
     .name = "bert",
     .options = bert_options,
@@ -679,5 +687,6 @@ const struct tunep_trainer_type tunep_trainer_bert = {
     .objective = bert_objective,
     .resources = bert_resources,
     .free = bert_free,
+    .max_iterations = bert_max_iterations,
     .can_checkpoint = 1,
 };

@@ -678,7 +678,9 @@ TUNE_API const char *tune_study_name(const tune_study *study);
  * tune_study_resume()); one that holds another config is refused with
  * TUNE_ECONFIG unless TUNE_RESUME_FORCE is set.
  * @return TUNE_OK; TUNE_EINTERRUPTED after tune_study_request_stop() (the store
- *         is consistent and the CSV files are written); TUNE_ESTORE, TUNE_EIO,
+ *         is consistent and the CSV files are written); TUNE_EFAILED when the
+ *         config's "fail_fast" stopped the sweep at a trial's ERROR (likewise
+ *         consistent, and resumable); TUNE_ESTORE, TUNE_EIO,
  *         TUNE_ECONFIG (no objective), TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_run(tune_study *study, tune_error *err);
