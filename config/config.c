@@ -109,8 +109,7 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
     } else if (!json_is_string(type) || !(c->trainer_name = tunep_strdup(json_string_value(type)))) {
         tunep_cfgpath_push_key(path, "type");
         st = json_is_string(type) ? tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory")
-                                  : tunep_cfg_error(ctx, path, 0,
-                                                    "unknown trainer type (expected %s)", expected);
+                                  : tunep_cfg_error(ctx, path, 0, "expected a string: %s", expected);
         tunep_cfgpath_pop(path);
     }
     if (st || !trainers) {
@@ -122,7 +121,8 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             c->trainer = trainers[i];
     if (!c->trainer) {
         tunep_cfgpath_push_key(path, "type");
-        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected %s)", expected);
+        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type '%s' (expected %s)",
+                             c->trainer_name, expected);
         tunep_cfgpath_pop(path);
         tunep_buf_done(&names);
         return st;
