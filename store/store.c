@@ -434,6 +434,22 @@ static void store_free(struct tunep_store *st)
 }
 
 /* Allocates the store and opens its connection with flags. */
+/* Whether the folder of path cannot take a new file (errno says why); 0 when it can or on OOM. */
+static int folder_unwritable(const char *path)
+{
+    char *dir = tunep_strdup(path);
+    if (!dir)
+        return 0;
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = '\0';
+    int bad = access(slash ? dir : ".", W_OK | X_OK) != 0;
+    int saved = errno;
+    tunep_free(dir);
+    errno = saved;
+    return bad;
+}
+
 static tune_status store_connect(const char *db_path, int flags, int readonly,
                                  struct tunep_store **ret, tune_error *err)
 {
@@ -455,7 +471,11 @@ static tune_status store_connect(const char *db_path, int flags, int readonly,
     if (rc != SQLITE_OK) {
         struct stat sb;
         tune_status rs;
-        if (rc == SQLITE_CANTOPEN && stat(db_path, &sb) != 0 && errno == ENOENT)
+        if (rc == SQLITE_CANTOPEN && stat(db_path, &sb) != 0 && errno == ENOENT &&
+            (flags & SQLITE_OPEN_CREATE) && folder_unwritable(db_path))
+            rs = tunep_error_set_at(err, TUNE_EIO, db_path, 0, 0, "cannot create: %s",
+                                    strerror(errno));
+        else if (rc == SQLITE_CANTOPEN && stat(db_path, &sb) != 0 && errno == ENOENT)
             rs = tunep_error_set_at(err, TUNE_ENOTFOUND, db_path, 0, 0, "no experiment here");
         else
             rs = db_fail(st, err, "open");
@@ -930,8 +950,11 @@ tune_status tunep_store_open_experiment(const char *dir, int readonly,
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     struct tunep_store *st = NULL;
     tune_status rs;
-    /* Checked first: opening a missing file would be a SQLite error, not "no experiment". */
-    if (access(db, F_OK) != 0)
+    /* Checked first: opening a missing file would be a SQLite error, not "no experiment".
+     * A folder that cannot be searched (or a path through a file) says so instead. */
+    if (access(db, F_OK) != 0 && errno != ENOENT)
+        rs = tunep_error_set_at(err, TUNE_EIO, dir, 0, 0, "cannot open: %s", strerror(errno));
+    else if (access(db, F_OK) != 0)
         rs = tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
                                 "no experiment here (experiment.db is missing)");
     else
