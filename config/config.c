@@ -537,6 +537,13 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
         return tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 0, 0,
                                   "empty file (expected a JSON object)");
     }
+    /* JSON (RFC 8259) has no byte order mark; jansson would only say "invalid token". */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        tune_space_free(space);
+        return tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 1, 1,
+                                  "the file starts with a UTF-8 byte order mark (BOM): save it "
+                                  "without one");
+    }
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr); /* new ref */
     if (!root) {
         tune_space_free(space);

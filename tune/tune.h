@@ -592,6 +592,8 @@ typedef struct tune_options {
     int64_t checkpoint_frequency;  /**< ask for a checkpoint every n iterations; default 0: never */
     tune_scheduler_type scheduler; /**< (default TUNE_SCHEDULER_FIFO) */
     tune_asha_options asha;        /**< with TUNE_SCHEDULER_ASHA only (else: TUNE_ECONFIG) */
+    int fail_fast;                 /**< nonzero: the first trial that ends in ERROR stops the
+                                        sweep (tune_study_run() returns TUNE_EFAILED); default 0 */
 } tune_options;
 
 /** Fills o with every option's default (listed in tune_options). Cannot fail. */
