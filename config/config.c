@@ -136,6 +136,13 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
                                      c->trainer_cfg);
 }
 
+/* tunep_trainer_check_ctx's param_range, from the config's space. */
+static int param_range(const struct tunep_trainer_check_ctx *cc, const char *name, double *ret_lo,
+                       double *ret_hi)
+{
+    return tunep_space_param_range(cc->space, name, ret_lo, ret_hi);
+}
+
 /* The trainer's own rules, once the parameters are known. */
 static tune_status check_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                  struct tunep_config *c)
@@ -149,7 +156,8 @@ static tune_status check_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
         for (size_t i = 0; i < c->space->n; i++)
             names[i] = c->space->params[i].name;
-        struct tunep_trainer_check_ctx cc = {names, c->space->n};
+        struct tunep_trainer_check_ctx cc = {names, c->space->n, param_range, c->space,
+                                             ctx->source};
         struct tunep_opt_error e = {.code = TUNE_OK};
         if (c->trainer->check(c->trainer_cfg, &cc, &e)) {
             tunep_cfgpath_push_key(path, "trainer");

@@ -315,6 +315,66 @@ static int is_folder_of(const char *a, size_t a_len, const char *b)
     return strncmp(a, b, a_len) == 0 && b[a_len] == '/';
 }
 
+/* A number's value, or NaN for a string. */
+static double number_of(const struct tunep_value *v)
+{
+    switch (v->type) {
+        case TUNEP_V_DOUBLE: return v->u.d;
+        case TUNEP_V_INT: return (double)v->u.i;
+        case TUNEP_V_BOOL: return v->u.b ? 1.0 : 0.0;
+        case TUNEP_V_STRING: break;
+    }
+    return (double)NAN;
+}
+
+int tunep_space_param_range(const tune_space *space, const char *name, double *ret_lo,
+                            double *ret_hi)
+{
+    long i = tunep_space_find(space, name);
+    if (i < 0)
+        return -1;
+    const struct tunep_param *p = &space->params[i];
+    double lo, hi;
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM:
+        case TUNEP_DIST_QUNIFORM:
+        case TUNEP_DIST_LOGUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM:
+            lo = p->lo;
+            hi = p->hi;
+            break;
+        case TUNEP_DIST_RANDINT: /* high exclusive */
+        case TUNEP_DIST_LOGRANDINT:
+            lo = (double)p->ilo;
+            hi = (double)p->ihi - 1.0;
+            break;
+        case TUNEP_DIST_QRANDINT:
+        case TUNEP_DIST_QLOGRANDINT:
+            lo = (double)p->ilo;
+            hi = (double)p->ihi;
+            break;
+        case TUNEP_DIST_CHOICE:
+        case TUNEP_DIST_GRID:
+        case TUNEP_DIST_CONST:
+            lo = HUGE_VAL;
+            hi = -HUGE_VAL;
+            for (size_t k = 0; k < p->n_values; k++) {
+                double x = number_of(&p->values[k]);
+                if (isnan(x))
+                    return -1;
+                lo = fmin(lo, x);
+                hi = fmax(hi, x);
+            }
+            if (p->n_values == 0)
+                return -1;
+            break;
+        default: return -1; /* randn, qrandn */
+    }
+    *ret_lo = lo;
+    *ret_hi = hi;
+    return 0;
+}
+
 tune_status tunep_space_name_check(const tune_space *space, const char *name, tune_error *err)
 {
     if (name[0] == '\0')

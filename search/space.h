@@ -92,6 +92,14 @@ tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune
 
 /* The index of the parameter with this name, or -1. */
 long tunep_space_find(const tune_space *space, const char *name);
+
+/*
+ * The smallest and largest value parameter name can take, when every value
+ * it can take is a number (a bool counts as 0 or 1); 0 then, -1 otherwise (no
+ * such parameter, strings, or randn's unbounded tails).
+ */
+int tunep_space_param_range(const tune_space *space, const char *name, double *ret_lo,
+                            double *ret_hi);
 /*
  * Whether name can join space: not empty, no empty "/" segment ("a//b", "/a",
  * "a/"), not a duplicate, and neither a folder of a parameter already there nor
