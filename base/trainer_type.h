@@ -22,6 +22,12 @@
 struct tunep_trainer_check_ctx {
     const char *const *param_names; /* the search space's parameters (flattened names) */
     size_t n_params;
+    /* The smallest and largest value parameter name can take when all are numbers: 0, or
+     * -1 (no such parameter, or not only numbers). NULL: not known. */
+    int (*param_range)(const struct tunep_trainer_check_ctx *ctx, const char *name,
+                       double *ret_lo, double *ret_hi);
+    const void *space;  /* for param_range */
+    const char *source; /* the config's name, for warnings; NULL: unknown */
 };
 
 /* Where the trainer runs: given to prepare() before the first trial. */
@@ -66,6 +72,13 @@ struct tunep_trainer_type {
                       struct tunep_trial_resources *ret);
     /* Frees the state (NULL is fine). NULL: nothing to free. */
     void (*free)(void *state);
+    /*
+     * The most reports (training iterations) one trial makes under cfg, a
+     * config that passed check(); 0 when that is not known before the data is
+     * read. `tune validate` warns about a scheduler that waits for more.
+     * NULL: not known.
+     */
+    int64_t (*max_iterations)(const void *cfg);
     unsigned can_checkpoint : 1; /* saves checkpoints, so PBT can copy them */
     unsigned own_process : 1;    /* runs each attempt as a program of its own, so
                                   * "isolation": "process" would add nothing but risk */

@@ -109,8 +109,7 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
     } else if (!json_is_string(type) || !(c->trainer_name = tunep_strdup(json_string_value(type)))) {
         tunep_cfgpath_push_key(path, "type");
         st = json_is_string(type) ? tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory")
-                                  : tunep_cfg_error(ctx, path, 0,
-                                                    "unknown trainer type (expected %s)", expected);
+                                  : tunep_cfg_error(ctx, path, 0, "expected a string: %s", expected);
         tunep_cfgpath_pop(path);
     }
     if (st || !trainers) {
@@ -122,7 +121,8 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             c->trainer = trainers[i];
     if (!c->trainer) {
         tunep_cfgpath_push_key(path, "type");
-        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type (expected %s)", expected);
+        st = tunep_cfg_error(ctx, path, 0, "unknown trainer type '%s' (expected %s)",
+                             c->trainer_name, expected);
         tunep_cfgpath_pop(path);
         tunep_buf_done(&names);
         return st;
@@ -134,6 +134,13 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
     static const char *const type_key[] = {"type", NULL};
     return tunep_config_read_options(ctx, path, obj, c->trainer->options, type_key, NULL,
                                      c->trainer_cfg);
+}
+
+/* tunep_trainer_check_ctx's param_range, from the config's space. */
+static int param_range(const struct tunep_trainer_check_ctx *cc, const char *name, double *ret_lo,
+                       double *ret_hi)
+{
+    return tunep_space_param_range(cc->space, name, ret_lo, ret_hi);
 }
 
 /* The trainer's own rules, once the parameters are known. */
@@ -149,7 +156,8 @@ static tune_status check_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
         for (size_t i = 0; i < c->space->n; i++)
             names[i] = c->space->params[i].name;
-        struct tunep_trainer_check_ctx cc = {names, c->space->n};
+        struct tunep_trainer_check_ctx cc = {names, c->space->n, param_range, c->space,
+                                             ctx->source};
         struct tunep_opt_error e = {.code = TUNE_OK};
         if (c->trainer->check(c->trainer_cfg, &cc, &e)) {
             tunep_cfgpath_push_key(path, "trainer");
@@ -255,6 +263,51 @@ static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_
     return st;
 }
 
+/* Whether a trial can never report name: the engine writes these columns itself
+ * (and tune_trial_report() refuses them as metric names). */
+static int metric_reserved(const char *name)
+{
+    static const char *const columns[] = {"training_iteration", "time_total_s", "trial_id",
+                                          "status"};
+    for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
+        if (strcmp(name, columns[i]) == 0)
+            return 1;
+    return strncmp(name, "config/", 7) == 0;
+}
+
+/*
+ * Warns (the config stays valid) when the scheduler waits for more training
+ * iterations than a trial will report: a max_t beyond them is never reached
+ * (ASHA's top rung never fills), a grace_period beyond them never lets the
+ * scheduler stop anything.
+ */
+static void warn_unreachable_schedule(const struct tunep_cfgctx *ctx, const struct tunep_config *c)
+{
+    const struct tunep_scheduler_type *sched = c->scheduler.type;
+    if (!c->trainer || !c->trainer->max_iterations || !c->trainer_cfg ||
+        strcmp(tunep_scheduler_config_time_attr(&c->scheduler), "training_iteration") != 0)
+        return;
+    int64_t most = c->trainer->max_iterations(c->trainer_cfg);
+    char what[96];
+    snprintf(what, sizeof what, "iterations a %s trial reports", c->trainer->name);
+    if (c->stop.training_iteration > 0 && (most <= 0 || c->stop.training_iteration < most)) {
+        most = c->stop.training_iteration;
+        snprintf(what, sizeof what, "iterations stop.training_iteration lets a trial run");
+    }
+    if (most <= 0)
+        return;
+    const char *src = ctx->source ? ctx->source : "<string>";
+    /* One warning: a grace_period beyond them (and so max_t too) is the graver. */
+    if (sched->min_t && sched->min_t(c->scheduler.cfg) > (double)most)
+        tunep_log(TUNE_LOG_WARN,
+                  "%s: scheduler.grace_period %g is beyond the %lld %s: %s never stops a trial",
+                  src, sched->min_t(c->scheduler.cfg), (long long)most, what, sched->title);
+    else if (sched->max_t && sched->max_t(c->scheduler.cfg) > (double)most)
+        tunep_log(TUNE_LOG_WARN,
+                  "%s: scheduler.max_t %g is beyond the %lld %s: no trial reaches it", src,
+                  sched->max_t(c->scheduler.cfg), (long long)most, what);
+}
+
 static long default_concurrency(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -269,6 +322,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
         "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
         "isolation", "trial_timeout_s", "checkpoint_frequency", "resources_per_trial",
+        "fail_fast",
     };
     struct tunep_cfgpath path = {.depth = 0};
     if (!json_is_object(root))
@@ -288,6 +342,10 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                                      "expected letters, digits, '_', '-' or '.' (it names a folder)");
         } else if (strcmp(key, "metric") == 0) {
             st = tunep_config_read_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
+            if (!st && metric_reserved(c->metric))
+                st = tunep_cfg_error(ctx, &path, 0,
+                                     "'%s' is a column the engine fills in: no trial can report it",
+                                     c->metric);
         } else if (strcmp(key, "mode") == 0) {
             if (json_is_string(v) && strcmp(json_string_value(v), "max") == 0)
                 c->mode_max = 1;
@@ -310,6 +368,11 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
             int64_t n = 0;
             st = tunep_config_read_int(ctx, &path, v, -1, 1000000, &n);
             c->max_failures = (int)n;
+        } else if (strcmp(key, "fail_fast") == 0) {
+            if (json_is_boolean(v))
+                c->fail_fast = json_is_true(v);
+            else
+                st = tunep_cfg_error(ctx, &path, 0, "expected true or false");
         } else if (strcmp(key, "isolation") == 0) {
             if (json_is_string(v) && strcmp(json_string_value(v), "thread") == 0)
                 c->isolation_process = 0;
@@ -390,6 +453,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                              sched->title, sched->min_t(c->scheduler.cfg));
         return st;
     }
+    warn_unreachable_schedule(ctx, c);
     return TUNE_OK;
 }
 
@@ -480,6 +544,13 @@ tune_status tunep_config_parse(const char *text, size_t len, const char *source,
         tune_space_free(space); /* taken, even on failure */
         return tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 0, 0,
                                   "empty file (expected a JSON object)");
+    }
+    /* JSON (RFC 8259) has no byte order mark; jansson would only say "invalid token". */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        tune_space_free(space);
+        return tunep_error_set_at(err, TUNE_ECONFIG, ctx.source, 1, 1,
+                                  "the file starts with a UTF-8 byte order mark (BOM): save it "
+                                  "without one");
     }
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr); /* new ref */
     if (!root) {

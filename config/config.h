@@ -50,6 +50,7 @@ struct tunep_config {
     int seed_given;
     int max_concurrent;
     int max_failures;             /* -1: retry forever */
+    int fail_fast;                /* the first trial that ends in ERROR stops the sweep */
     tune_space *space;            /* owned */
     enum tunep_search_algo search;
     struct tunep_tpe_config tpe;  /* tpe and bohb */

@@ -173,6 +173,14 @@ tune_status tunep_config_parse_search(const struct tunep_cfgctx *ctx, struct tun
         for (i = 0; i < n; i++)
             if (json_is_string(a) && strcmp(json_string_value(a), algos[i].name) == 0)
                 break;
+        if (i == n && json_is_string(a)) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "unknown search algorithm '%.100s' (expected \"random\", \"grid\", \"tpe\", "
+                     "\"gp\", \"sobol\", \"lhs\" or \"bohb\")",
+                     json_string_value(a));
+            return key_error(ctx, path, "algorithm", 0, msg);
+        }
         if (i == n)
             return key_error(ctx, path, "algorithm", 0,
                              "expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\" "

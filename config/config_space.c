@@ -157,10 +157,11 @@ static tune_status leaf_name_ok(struct pctx *pc, struct tunep_cfgpath *path)
     int at_key = path->depth > 0;
     tune_status st = TUNE_OK;
     pc->plain = 1;
+    tune_error e;
     if (pc->name_len == 0)
         st = perr(pc, path, at_key, NULL, -1, "parameter name is empty");
-    else if (tunep_space_find(pc->space, pc->name) >= 0)
-        st = perr(pc, path, at_key, NULL, -1, "duplicate parameter '%s'", pc->name);
+    else if (tunep_space_name_check(pc->space, pc->name, &e))
+        st = perr(pc, path, at_key, NULL, -1, "%s", e.text);
     else if (pc->space->n >= TUNEP_SPACE_MAX_PARAMS)
         st = perr(pc, path, at_key, NULL, -1, "a space holds at most %d parameters",
                   TUNEP_SPACE_MAX_PARAMS);

@@ -168,6 +168,8 @@ static tune_status options_object(const struct tunep_cfgctx *ctx, const tune_opt
     if (!st && o->checkpoint_frequency != d.checkpoint_frequency)
         st = put(ctx, root, "checkpoint_frequency",
                  json_integer((json_int_t)o->checkpoint_frequency));
+    if (!st && o->fail_fast)
+        st = put(ctx, root, "fail_fast", json_true());
     if (!st && o->scheduler == TUNE_SCHEDULER_ASHA) {
         json_t *sched = NULL;
         st = asha_object(ctx, &path, &o->asha, &d.asha, &sched);

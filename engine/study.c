@@ -61,6 +61,13 @@ void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tun
     s->counts[r->status]--;
     r->status = st;
     s->counts[st]++;
+    /* Ray's FailureConfig(fail_fast=True): the first ERROR stops the sweep, as a
+     * stop request does (running trials go back to PENDING). */
+    if (st == TUNE_TRIAL_ERROR && s->cfg.fail_fast && !s->fail_fast_hit) {
+        s->fail_fast_hit = 1;
+        s->fail_fast_trial = r->id;
+        atomic_store(&s->stop_requested, 1);
+    }
 }
 
 int tunep_trial_rec_set_last(struct tune_study *s, struct tunep_trial_rec *r, const char *name,
@@ -1307,6 +1314,11 @@ tune_status tune_study_run(tune_study *s, tune_error *err)
     st = tunep_study_export_all(s, err);
     if (st)
         return st;
+    if (s->fail_fast_hit)
+        return tunep_error_set(err, TUNE_EFAILED,
+                               "fail_fast: trial %lld ended in ERROR, so the sweep stopped; the "
+                               "store is consistent",
+                               (long long)s->fail_fast_trial);
     if (atomic_load(&s->stop_requested))
         return tunep_error_set(err, TUNE_EINTERRUPTED,
                                "interrupted: %lld of %lld trials finished; the store is consistent",

@@ -146,6 +146,8 @@ struct tune_study {
     long main_metric;       /* interned id of cfg.metric, -1 until reported */
 
     atomic_int stop_requested;
+    int fail_fast_hit;      /* cfg.fail_fast and fail_fast_trial ended in ERROR: the sweep stops */
+    int64_t fail_fast_trial;
     int budget_exhausted;
     int fatal;              /* the store failed: stop everything */
     pthread_cond_t flusher_cond;

@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/text.h"
@@ -537,6 +538,35 @@ static tune_status check_metric_name(const char *name, size_t i, tune_error *err
     return TUNE_OK;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A name given twice in one report (which value would count?): sets err. Names are non-NULL. */
+static tune_status check_duplicate_metrics(size_t n, const char *const *names, tune_error *err)
+{
+    const char *dup = NULL;
+    if (n <= 16) { /* pairwise for the usual few names */
+        for (size_t i = 1; i < n && !dup; i++)
+            for (size_t j = 0; j < i && !dup; j++)
+                if (strcmp(names[i], names[j]) == 0)
+                    dup = names[i];
+    } else { /* sorted pointers keep thousands of names O(n log n) */
+        const char **sorted = tunep_malloc(n * sizeof *sorted);
+        if (!sorted)
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory checking metric names");
+        memcpy(sorted, names, n * sizeof *sorted);
+        qsort(sorted, n, sizeof *sorted, name_cmp);
+        for (size_t i = 1; i < n && !dup; i++)
+            if (strcmp(sorted[i], sorted[i - 1]) == 0)
+                dup = sorted[i]; /* the caller's string: valid after the free */
+        tunep_free(sorted);
+    }
+    return dup ? tunep_error_set(err, TUNE_EINVAL, "metric '%s' appears twice in one report", dup)
+               : TUNE_OK;
+}
+
 tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
                               const double *values, tune_error *err)
 {
@@ -563,7 +593,9 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
         return tunep_error_set(err, TUNE_EINVAL,
                                "this trial's objective has returned: the report is refused");
     }
-    tune_status st;
+    tune_status st = check_duplicate_metrics(n, names, err);
+    if (st)
+        return st;
     if (t->ipc_req >= 0) /* an isolated trial's process: the controller answers */
         st = tunep_ipc_report(t, n, names, values);
     else if (t->remote_tag) /* a trial on an MPI worker rank: rank 0 answers */

@@ -839,6 +839,11 @@ static double asha_min_t(const void *config)
     return ((const struct tunep_asha_config *)config)->grace_period;
 }
 
+static double asha_max_t(const void *config)
+{
+    return ((const struct tunep_asha_config *)config)->max_t;
+}
+
 static void asha_summary(const void *config, struct tunep_buf *out)
 {
     const struct tunep_asha_config *c = config;
@@ -872,6 +877,7 @@ const struct tunep_scheduler_type tunep_asha_type = {
     .check = asha_check,
     .time_attr = asha_time_attr,
     .min_t = asha_min_t,
+    .max_t = asha_max_t,
     .summary = asha_summary,
     .rungs = asha_rungs,
     .create = asha_new,

@@ -600,6 +600,11 @@ static const char *hyperband_time_attr(const void *config)
     return ((const struct tunep_hyperband_config *)config)->time_attr;
 }
 
+static double hyperband_max_t(const void *config)
+{
+    return ((const struct tunep_hyperband_config *)config)->max_t;
+}
+
 const struct tunep_scheduler_type tunep_hyperband_type = {
     .name = "hyperband",
     .title = "HyperBand",
@@ -608,6 +613,7 @@ const struct tunep_scheduler_type tunep_hyperband_type = {
     .config_size = sizeof(struct tunep_hyperband_config),
     .check = hyperband_check,
     .time_attr = hyperband_time_attr,
+    .max_t = hyperband_max_t,
     .create = hyperband_new,
     .free = hyperband_free,
     .on_trial_add = hyperband_on_trial_add,

@@ -108,6 +108,9 @@ struct tunep_scheduler_type {
     /* Progress every trial makes before this scheduler may stop it (ASHA's grace_period), in
      * time_attr units: a stop rule below it would end every trial first. NULL: none. */
     double (*min_t)(const void *cfg);
+    /* Progress at which this scheduler ends a trial or a round (ASHA's and HyperBand's max_t),
+     * in time_attr units: a trial that never gets there is never judged at it. NULL: none. */
+    double (*max_t)(const void *cfg);
     /*
      * A trial restarts from another trial's checkpoint (PBT's exploit), so
      * trials must save checkpoints, in tune's own process, on one machine;

@@ -309,17 +309,104 @@ long tunep_space_find(const tune_space *space, const char *name)
     return -1;
 }
 
+/* a is b's folder: b is a, then '/', then more. */
+static int is_folder_of(const char *a, size_t a_len, const char *b)
+{
+    return strncmp(a, b, a_len) == 0 && b[a_len] == '/';
+}
+
+/* A number's value, or NaN for a string. */
+static double number_of(const struct tunep_value *v)
+{
+    switch (v->type) {
+        case TUNEP_V_DOUBLE: return v->u.d;
+        case TUNEP_V_INT: return (double)v->u.i;
+        case TUNEP_V_BOOL: return v->u.b ? 1.0 : 0.0;
+        case TUNEP_V_STRING: break;
+    }
+    return (double)NAN;
+}
+
+int tunep_space_param_range(const tune_space *space, const char *name, double *ret_lo,
+                            double *ret_hi)
+{
+    long i = tunep_space_find(space, name);
+    if (i < 0)
+        return -1;
+    const struct tunep_param *p = &space->params[i];
+    double lo, hi;
+    switch (p->dist) {
+        case TUNEP_DIST_UNIFORM:
+        case TUNEP_DIST_QUNIFORM:
+        case TUNEP_DIST_LOGUNIFORM:
+        case TUNEP_DIST_QLOGUNIFORM:
+            lo = p->lo;
+            hi = p->hi;
+            break;
+        case TUNEP_DIST_RANDINT: /* high exclusive */
+        case TUNEP_DIST_LOGRANDINT:
+            lo = (double)p->ilo;
+            hi = (double)p->ihi - 1.0;
+            break;
+        case TUNEP_DIST_QRANDINT:
+        case TUNEP_DIST_QLOGRANDINT:
+            lo = (double)p->ilo;
+            hi = (double)p->ihi;
+            break;
+        case TUNEP_DIST_CHOICE:
+        case TUNEP_DIST_GRID:
+        case TUNEP_DIST_CONST:
+            lo = HUGE_VAL;
+            hi = -HUGE_VAL;
+            for (size_t k = 0; k < p->n_values; k++) {
+                double x = number_of(&p->values[k]);
+                if (isnan(x))
+                    return -1;
+                lo = fmin(lo, x);
+                hi = fmax(hi, x);
+            }
+            if (p->n_values == 0)
+                return -1;
+            break;
+        default: return -1; /* randn, qrandn */
+    }
+    *ret_lo = lo;
+    *ret_hi = hi;
+    return 0;
+}
+
+tune_status tunep_space_name_check(const tune_space *space, const char *name, tune_error *err)
+{
+    if (name[0] == '\0')
+        return tunep_error_set(err, TUNE_ECONFIG, "parameter name is empty");
+    size_t len = strlen(name);
+    if (name[0] == '/' || name[len - 1] == '/' || strstr(name, "//"))
+        return tunep_error_set(err, TUNE_ECONFIG, "parameter name '%s' has an empty path segment",
+                               name);
+    for (size_t i = 0; i < space->n; i++) {
+        const char *other = space->params[i].name;
+        size_t other_len = strlen(other);
+        if (strcmp(other, name) == 0)
+            return tunep_error_set(err, TUNE_ECONFIG, "duplicate parameter '%s'", name);
+        if (is_folder_of(other, other_len, name) || is_folder_of(name, len, other))
+            return tunep_error_set(err, TUNE_ECONFIG,
+                                   "parameters '%s' and '%s' clash: a name cannot be both a value"
+                                   " and a folder",
+                                   other, name);
+    }
+    return TUNE_OK;
+}
+
 tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune_error *err)
 {
     if (!space || !p || !p->name)
         return tunep_error_set(err, TUNE_EINVAL, "space, parameter and name must not be NULL");
-    if (p->name[0] == '\0')
-        return tunep_error_set(err, TUNE_ECONFIG, "parameter name is empty");
     if (strlen(p->name) > TUNEP_SPACE_MAX_NAME)
         return tunep_error_set(err, TUNE_ECONFIG, "parameter name is longer than %d bytes",
                                TUNEP_SPACE_MAX_NAME);
-    if (tunep_space_find(space, p->name) >= 0)
-        return tunep_error_set(err, TUNE_ECONFIG, "duplicate parameter '%s'", p->name);
+    tune_status name_st = tunep_space_name_check(space, p->name, err);
+    if (name_st)
+        return name_st;
     if (space->n >= TUNEP_SPACE_MAX_PARAMS)
         return tunep_error_set(err, TUNE_ECONFIG, "a space holds at most %d parameters",
                                TUNEP_SPACE_MAX_PARAMS);
@@ -551,9 +638,64 @@ void tunep_space_value_at(const struct tunep_param *p, double u, struct tunep_va
     out->u.d = (double)NAN;
 }
 
-/* One gsl_rng_uniform per parameter; normals draw gsl_ran_gaussian (Ray's np.random.normal). */
+/*
+ * Integer ranges with more values than this are drawn from 64 random bits:
+ * gsl_rng_uniform() has 53, so past 2^53 values a u in [0, 1) can only reach
+ * every 2^(bits - 53)-th integer (multiples of 2048 over all of int64).
+ */
+#define EXACT_INT_VALUES (UINT64_C(1) << 53)
+
+/* 64 uniform bits from r: two draws of a 32-bit generator (tune's xoshiro, mt19937),
+ * else four 16-bit gsl_rng_uniform_int() draws. */
+static uint64_t random_u64(gsl_rng *r)
+{
+    if (gsl_rng_max(r) - gsl_rng_min(r) == 0xffffffffUL) {
+        uint64_t hi = (uint64_t)(gsl_rng_get(r) - gsl_rng_min(r));
+        return hi << 32 | (uint64_t)(gsl_rng_get(r) - gsl_rng_min(r));
+    }
+    uint64_t x = 0;
+    for (int i = 0; i < 4; i++)
+        x = x << 16 | (uint64_t)gsl_rng_uniform_int(r, 65536);
+    return x;
+}
+
+/* The high and low 64 bits of a * b. */
+static void mul_64x64(uint64_t a, uint64_t b, uint64_t *ret_hi, uint64_t *ret_lo)
+{
+    uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
+    uint64_t ll = a_lo * b_lo, lh = a_lo * b_hi, hl = a_hi * b_lo, hh = a_hi * b_hi;
+    uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+    *ret_hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+    *ret_lo = (mid << 32) | (ll & 0xffffffffu);
+}
+
+/*
+ * Uniform in [0, n - 1], or over all 64 bits for n == 0 (2^64 values).
+ * Lemire's multiply-shift with rejection ("Fast random integer generation in
+ * an interval", 2019) on x * n + t, t = 2^64 mod n: a draw whose low word is
+ * below t is drawn again. Each value keeps exactly floor(2^64 / n) draws (the
+ * offset t moves the rejected ones, never their number), larger draws give
+ * larger values as scale_incl() does for u, and both x = 0 and x = 2^64 - 1
+ * are accepted (so a constant generator cannot loop).
+ */
+static uint64_t random_below(gsl_rng *r, uint64_t n)
+{
+    if (n == 0)
+        return random_u64(r);
+    uint64_t t = (0 - n) % n, hi, lo;
+    do {
+        mul_64x64(random_u64(r), n, &hi, &lo);
+        lo += t;
+        hi += lo < t; /* the carry */
+    } while (lo < t);
+    return hi;
+}
+
+/* One gsl_rng_uniform per parameter; normals draw gsl_ran_gaussian (Ray's np.random.normal);
+ * integer ranges wider than EXACT_INT_VALUES draw 64-bit integers. */
 static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *out)
 {
+    uint64_t span = (uint64_t)p->ihi - (uint64_t)p->ilo;
     switch (p->dist) {
         case TUNEP_DIST_RANDN:
             out->type = TUNEP_V_DOUBLE;
@@ -565,8 +707,21 @@ static void draw(const struct tunep_param *p, gsl_rng *r, struct tunep_value *ou
             return;
         case TUNEP_DIST_GRID:
         case TUNEP_DIST_CONST: *out = p->values[0]; return;
-        default: tunep_space_value_at(p, gsl_rng_uniform(r), out); return;
+        case TUNEP_DIST_RANDINT: /* span values: [low, high) */
+            if (span <= EXACT_INT_VALUES)
+                break;
+            out->type = TUNEP_V_INT;
+            out->u.i = add_offset(p->ilo, random_below(r, span));
+            return;
+        case TUNEP_DIST_QRANDINT: /* span + 1 offsets, then rounded to q as value_at() does */
+            if (span < EXACT_INT_VALUES)
+                break;
+            out->type = TUNEP_V_INT;
+            out->u.i = round_to_q(p->ilo, random_below(r, span + 1), p->iq);
+            return;
+        default: break;
     }
+    tunep_space_value_at(p, gsl_rng_uniform(r), out);
 }
 
 void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index,

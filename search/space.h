@@ -94,6 +94,21 @@ tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune
 long tunep_space_find(const tune_space *space, const char *name);
 
 /*
+ * The smallest and largest value parameter name can take, when every value
+ * it can take is a number (a bool counts as 0 or 1); 0 then, -1 otherwise (no
+ * such parameter, strings, or randn's unbounded tails).
+ */
+int tunep_space_param_range(const tune_space *space, const char *name, double *ret_lo,
+                            double *ret_hi);
+/*
+ * Whether name can join space: not empty, no empty "/" segment ("a//b", "/a",
+ * "a/"), not a duplicate, and neither a folder of a parameter already there nor
+ * inside one ("opt" and "opt/lr" would make one value vanish from nested JSON).
+ * Returns TUNE_OK or TUNE_ECONFIG with the reason in err.
+ */
+tune_status tunep_space_name_check(const tune_space *space, const char *name, tune_error *err);
+
+/*
  * Number of grid points: the product of the sizes of the grid axes (1 when
  * there are none). When expand_choices is set, choice parameters count as grid
  * axes too (the "grid" search algorithm). Returns 0 and sets err when the

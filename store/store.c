@@ -434,6 +434,22 @@ static void store_free(struct tunep_store *st)
 }
 
 /* Allocates the store and opens its connection with flags. */
+/* Whether the folder of path cannot take a new file (errno says why); 0 when it can or on OOM. */
+static int folder_unwritable(const char *path)
+{
+    char *dir = tunep_strdup(path);
+    if (!dir)
+        return 0;
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = '\0';
+    int bad = access(slash ? dir : ".", W_OK | X_OK) != 0;
+    int saved = errno;
+    tunep_free(dir);
+    errno = saved;
+    return bad;
+}
+
 static tune_status store_connect(const char *db_path, int flags, int readonly,
                                  struct tunep_store **ret, tune_error *err)
 {
@@ -455,7 +471,11 @@ static tune_status store_connect(const char *db_path, int flags, int readonly,
     if (rc != SQLITE_OK) {
         struct stat sb;
         tune_status rs;
-        if (rc == SQLITE_CANTOPEN && stat(db_path, &sb) != 0 && errno == ENOENT)
+        if (rc == SQLITE_CANTOPEN && stat(db_path, &sb) != 0 && errno == ENOENT &&
+            (flags & SQLITE_OPEN_CREATE) && folder_unwritable(db_path))
+            rs = tunep_error_set_at(err, TUNE_EIO, db_path, 0, 0, "cannot create: %s",
+                                    strerror(errno));
+        else if (rc == SQLITE_CANTOPEN && stat(db_path, &sb) != 0 && errno == ENOENT)
             rs = tunep_error_set_at(err, TUNE_ENOTFOUND, db_path, 0, 0, "no experiment here");
         else
             rs = db_fail(st, err, "open");
@@ -930,8 +950,11 @@ tune_status tunep_store_open_experiment(const char *dir, int readonly,
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     struct tunep_store *st = NULL;
     tune_status rs;
-    /* Checked first: opening a missing file would be a SQLite error, not "no experiment". */
-    if (access(db, F_OK) != 0)
+    /* Checked first: opening a missing file would be a SQLite error, not "no experiment".
+     * A folder that cannot be searched (or a path through a file) says so instead. */
+    if (access(db, F_OK) != 0 && errno != ENOENT)
+        rs = tunep_error_set_at(err, TUNE_EIO, dir, 0, 0, "cannot open: %s", strerror(errno));
+    else if (access(db, F_OK) != 0)
         rs = tunep_error_set_at(err, TUNE_ENOTFOUND, dir, 0, 0,
                                 "no experiment here (experiment.db is missing)");
     else
@@ -1399,16 +1422,24 @@ static void metric_rows_done(struct metric_rows *m)
 
 static const char metrics_sql[] = "SELECT key, value FROM json_each(?1) ORDER BY id";
 
-/* Decodes json (NULL: no metrics) with a statement prepared from metrics_sql. */
-static tune_status decode_metrics(struct tunep_store *st, sqlite3_stmt *q, const char *json,
-                                  int64_t trial_id, struct metric_rows *m, tune_error *err)
+/*
+ * A trial's last value of each metric: the value in the last report of its
+ * current attempt (?1, ?2) that has the metric, as Ray's scope "last" and as
+ * the engine keeps it while running (tunep_trial_rec_set_last()). The bare
+ * value and id come from the row of max(training_iteration) (SQLite's rule for
+ * bare columns beside one max()). Metrics of the last report come first, in
+ * its order.
+ */
+static const char last_metrics_sql[] =
+    "SELECT j.key, j.value, max(r.training_iteration) AS it, j.id"
+    " FROM reports AS r, json_each(r.metrics) AS j"
+    " WHERE r.trial_id = ?1 AND r.attempt = ?2 GROUP BY j.key ORDER BY it DESC, j.id";
+
+/* Reads (key, value) rows of a bound statement into m, and resets it. */
+static tune_status step_metrics(struct tunep_store *st, sqlite3_stmt *q, int64_t trial_id,
+                                struct metric_rows *m, tune_error *err)
 {
     int rc;
-    m->n = 0;
-    m->arena.len = 0;
-    if (!json)
-        return TUNE_OK;
-    sqlite3_bind_text(q, 1, json, -1, SQLITE_STATIC);
     for (;;) {
         /* json_each converts numbers with strtod(): under a ',' LC_NUMERIC it stops at '.'. */
         locale_t old = uselocale(st->c_locale);
@@ -1442,6 +1473,29 @@ static tune_status decode_metrics(struct tunep_store *st, sqlite3_stmt *q, const
     return TUNE_OK;
 }
 
+/* Decodes json (NULL: no metrics) with a statement prepared from metrics_sql. */
+static tune_status decode_metrics(struct tunep_store *st, sqlite3_stmt *q, const char *json,
+                                  int64_t trial_id, struct metric_rows *m, tune_error *err)
+{
+    m->n = 0;
+    m->arena.len = 0;
+    if (!json)
+        return TUNE_OK;
+    sqlite3_bind_text(q, 1, json, -1, SQLITE_STATIC);
+    return step_metrics(st, q, trial_id, m, err);
+}
+
+/* The last value of each metric of a trial's attempt, with last_metrics_sql. */
+static tune_status decode_last_metrics(struct tunep_store *st, sqlite3_stmt *q, int64_t trial_id,
+                                       int attempt, struct metric_rows *m, tune_error *err)
+{
+    m->n = 0;
+    m->arena.len = 0;
+    sqlite3_bind_int64(q, 1, trial_id);
+    sqlite3_bind_int(q, 2, attempt);
+    return step_metrics(st, q, trial_id, m, err);
+}
+
 static tune_trial_status status_from_name(const char *s)
 {
     for (int k = 0; s && k < TUNE_TRIAL_STATUS_COUNT; k++)
@@ -1462,18 +1516,18 @@ enum {
     QT_ERROR,
     QT_R_ITER,
     QT_R_TIME,
-    QT_R_METRICS,
     QT_PARAMS
 };
 
-/* The trial query: each trial with the last report of its current attempt, then its values. */
+/* The trial query: each trial with the last report of its current attempt, then its values
+ * (its metrics come from last_metrics_sql). */
 static tune_status prepare_trial_query(struct tunep_store *st, sqlite3_stmt **ret, tune_error *err)
 {
     struct tunep_buf b;
     tunep_buf_init(&b);
     tunep_buf_puts(&b, "SELECT t.trial_id, t.status, t.attempt, t.training_iteration,"
                        " t.time_total_s, t.start_time, t.end_time, t.error,"
-                       " r.training_iteration, r.time_total_s, r.metrics");
+                       " r.training_iteration, r.time_total_s");
     for (size_t i = 0; i < st->n_params; i++) {
         tunep_buf_puts(&b, ", t.");
         put_ident(&b, st->params[i].column);
@@ -1540,7 +1594,7 @@ tune_status tunep_store_foreach_trial(struct tunep_store *st, tunep_trial_cb cb,
         return tunep_error_set(err, TUNE_EINVAL, "store: foreach trial: missing argument");
     memset(&m, 0, sizeof m);
     tune_status rs = prepare_trial_query(st, &q, err);
-    if (rs || (rs = prepare(st, metrics_sql, 0, &qm, err)))
+    if (rs || (rs = prepare(st, last_metrics_sql, 0, &qm, err)))
         goto out;
     if (st->n_params > 0 && !(vals = tunep_calloc(st->n_params, sizeof *vals))) {
         rs = oom(st, err);
@@ -1568,8 +1622,7 @@ tune_status tunep_store_foreach_trial(struct tunep_store *st, tunep_trial_cb cb,
             read_value(&st->params[i], q, (int)k, &vals[i]);
             k += st->params[i].type_column ? 2 : 1;
         }
-        if ((rs = decode_metrics(st, qm, (const char *)sqlite3_column_text(q, QT_R_METRICS),
-                                 t.trial_id, &m, err)))
+        if ((rs = decode_last_metrics(st, qm, t.trial_id, t.attempt, &m, err)))
             goto out;
         t.n_params = st->n_params;
         t.param_names = st->param_names;

@@ -119,7 +119,8 @@ struct tunep_stored_trial {
     size_t n_params;
     const char *const *param_names;    /* flattened "a/b" names, in space order */
     const struct tunep_value *params;
-    size_t n_metrics;                  /* the last report of the last attempt */
+    size_t n_metrics;                  /* each metric's value in the last report of the
+                                        * current attempt that has it */
     const char *const *metric_names;
     const double *metric_values;       /* NaN for a stored NULL */
 };

@@ -3,6 +3,7 @@
  * objective (trainer "type": "plugin"), one symbol per behaviour to check.
  * It calls tune.h's API from the test program, which exports it.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,17 @@
 struct state {
     double offset;
 };
+
+/* A constructor as a plugin may have: TUNE_TEST_PLUGIN_CTOR=crash or =exit makes
+ * loading the library crash or end the process, as a broken plugin's would. */
+__attribute__((constructor)) static void fixture_loaded(void)
+{
+    const char *how = getenv("TUNE_TEST_PLUGIN_CTOR");
+    if (how && strcmp(how, "crash") == 0)
+        raise(SIGSEGV);
+    if (how && strcmp(how, "exit") == 0)
+        exit(3);
+}
 
 /* Calls of fixture_fini so far: test_plugin reads it to see that fini ran once. */
 FIXTURE_API int fixture_fini_calls;

@@ -299,7 +299,8 @@ START_TEST(config_errors_at_their_position)
         {"{\"type\": \"command\", \"args\": [\"/bin/sh\"]}", "\"args\"",
          "trainer.args: unknown key (did you mean 'argv'?)"},
         {"{\"type\": \"cmd\"}", "\"cmd\"",
-         "trainer.type: unknown trainer type (expected \"synthetic\", \"bert\", \"command\" or "
+         "trainer.type: unknown trainer type 'cmd' (expected \"synthetic\", \"bert\", \"command\" "
+         "or "
          "\"plugin\")"},
         {"{\"argv\": [\"/bin/sh\"]}", "{\"argv\"",
          "trainer: missing key 'type' (expected \"synthetic\", \"bert\", \"command\" or "

@@ -23,6 +23,9 @@ static const struct bad_case bad[] = {
     {"{\"name\": \"a/b\"}", 1, 10,
      "name: expected letters, digits, '_', '-' or '.' (it names a folder)"},
     {"{\"search\": {\"algorithm\": \"tpe2\"}}", 1, 26,
+     "search.algorithm: unknown search algorithm 'tpe2' (expected \"random\", \"grid\", \"tpe\", "
+     "\"gp\", \"sobol\", \"lhs\" or \"bohb\")"},
+    {"{\"search\": {\"algorithm\": 3}}", 1, 26,
      "search.algorithm: expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\" or \"bohb\""},
     {"{\"search\": {\"algoritm\": \"grid\"}}", 1, 13,
      "search.algoritm: unknown key (did you mean 'algorithm'?)"},
@@ -38,7 +41,7 @@ static const struct bad_case bad[] = {
      "resources_per_trial.cpus: unknown key (did you mean 'cpu'?)"},
     {"{\"checkpoint_frequency\": -1}", 1, 26, "checkpoint_frequency: expected an integer in [0, 9223372036854775807], got -1"},
     {"{\"trainer\": {\"type\": \"bert2\"}}", 1, 22,
-     "trainer.type: unknown trainer type (expected \"synthetic\", \"bert\", \"command\" or "
+     "trainer.type: unknown trainer type 'bert2' (expected \"synthetic\", \"bert\", \"command\" or "
      "\"plugin\")"},
     {"{\"trainer\": {\"type\": \"synthetic\", \"sleep\": 1}}", 1, 35,
      "trainer.sleep: unknown key (did you mean 'sleep_s'?)"},

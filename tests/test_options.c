@@ -50,6 +50,7 @@ START_TEST(defaults)
     ck_assert_int_eq(o.isolation, TUNE_ISOLATION_THREAD);
     ck_assert_double_eq(o.trial_timeout_s, 0);
     ck_assert_int_eq(o.checkpoint_frequency, 0);
+    ck_assert_int_eq(o.fail_fast, 0);
     ck_assert_int_eq(o.scheduler, TUNE_SCHEDULER_FIFO);
     /* Ray's AsyncHyperBandScheduler defaults. */
     ck_assert_double_eq(o.asha.max_t, 100);
@@ -88,6 +89,7 @@ START_TEST(every_option_is_its_key)
     o.storage = ":memory:";
     o.trial_timeout_s = 2.5;
     o.checkpoint_frequency = 4;
+    o.fail_fast = 1;
     o.scheduler = TUNE_SCHEDULER_ASHA;
     o.asha.max_t = 27;
     o.asha.grace_period = 3;
@@ -108,7 +110,8 @@ START_TEST(every_option_is_its_key)
                        " \"num_samples\": 7, \"seed\": 11, \"max_concurrent_trials\": 3,"
                        " \"max_failures\": -1, \"isolation\": \"process\","
                        " \"storage\": \":memory:\", \"trial_timeout_s\": 2.5,"
-                       " \"checkpoint_frequency\": 4, \"scheduler\": {\"type\": \"asha\","
+                       " \"checkpoint_frequency\": 4, \"fail_fast\": true,"
+                       " \"scheduler\": {\"type\": \"asha\","
                        " \"max_t\": 27, \"grace_period\": 3, \"reduction_factor\": 3,"
                        " \"brackets\": 2}}";
     ck_assert_int_eq(tune_study_new_with_space_take(json, small_space(), &b, &err), TUNE_OK);
@@ -126,6 +129,7 @@ START_TEST(every_option_is_its_key)
     ck_assert_str_eq(a->cfg.storage, ":memory:");
     ck_assert_double_eq(a->cfg.trial_timeout_s, 2.5);
     ck_assert_int_eq(a->cfg.checkpoint_frequency, 4);
+    ck_assert_int_eq(a->cfg.fail_fast, 1);
     ck_assert_ptr_eq(a->cfg.scheduler.type, b->cfg.scheduler.type);
     const struct tunep_asha_config *asha_a = a->cfg.scheduler.cfg, *asha_b = b->cfg.scheduler.cfg;
     ck_assert(memcmp(asha_a, asha_b, sizeof *asha_a) == 0);

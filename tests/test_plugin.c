@@ -11,6 +11,8 @@
  */
 #include <dlfcn.h>
 #include <math.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "check_util.h"
@@ -280,6 +282,50 @@ START_TEST(plugin_failures_are_retried)
 }
 END_TEST
 
+/* Study creation (what `tune validate` does) checks the library in a child:
+ * none of its code runs in this process until the sweep starts. */
+START_TEST(constructors_run_in_a_child_until_the_run)
+{
+    char trainer[4600];
+    snprintf(trainer, sizeof trainer,
+             "{\"type\": \"plugin\", \"library\": \"%s\", \"symbol\": \"fixture_objective\"}",
+             fixture_path());
+    tune_study *s = NULL;
+    tune_error err;
+    ck_assert_msg(tune_study_new_from_json(config_with(trainer, ":memory:"), NULL, &s, &err) ==
+                      TUNE_OK,
+                  "%s", err.text);
+    ck_assert_ptr_null(dlopen(fixture_path(), RTLD_NOW | RTLD_NOLOAD));
+    ck_assert_msg(tune_study_run(s, &err) == TUNE_OK, "%s", err.text);
+    void *h = dlopen(fixture_path(), RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(h);
+    dlclose(h);
+    tune_study_free(s);
+}
+END_TEST
+
+/* A constructor that crashes or exits fails the check, not this process. */
+START_TEST(crashing_constructor_is_a_config_error)
+{
+    char trainer[4600], want[4800];
+    snprintf(trainer, sizeof trainer,
+             "{\"type\": \"plugin\", \"library\": \"%s\", \"symbol\": \"fixture_objective\"}",
+             fixture_path());
+    setenv("TUNE_TEST_PLUGIN_CTOR", "crash", 1);
+    tune_error err = creation_error(config_with(trainer, ":memory:"));
+    snprintf(want, sizeof want, "trainer.library: loading '%s' crashed (signal %d: %s)",
+             fixture_path(), SIGSEGV, strsignal(SIGSEGV));
+    ck_assert_str_eq(err.text, want);
+    ck_assert_int_eq(err.line, 4);
+    setenv("TUNE_TEST_PLUGIN_CTOR", "exit", 1);
+    err = creation_error(config_with(trainer, ":memory:"));
+    snprintf(want, sizeof want, "trainer.library: loading '%s' ended the process (exit status 3)",
+             fixture_path());
+    ck_assert_str_eq(err.text, want);
+    unsetenv("TUNE_TEST_PLUGIN_CTOR");
+}
+END_TEST
+
 static Suite *plugin_suite(void)
 {
     Suite *s = suite_create("plugin");
@@ -291,6 +337,8 @@ static Suite *plugin_suite(void)
     tcase_add_test(tc, init_and_fini_wrap_the_run);
     tcase_add_test(tc, failing_init_stops_before_anything_is_written);
     tcase_add_test(tc, plugin_failures_are_retried);
+    tcase_add_test(tc, constructors_run_in_a_child_until_the_run);
+    tcase_add_test(tc, crashing_constructor_is_a_config_error);
     suite_add_tcase(s, tc);
     return s;
 }

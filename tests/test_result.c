@@ -301,6 +301,109 @@ START_TEST(no_best_trial)
 }
 END_TEST
 
+/* score = x at iteration 1 only; iteration 2 reports aux alone (a program's
+ * final summary line without the metric). */
+static tune_status obj_metric_then_aux(tune_trial *t, void *ud)
+{
+    (void)ud;
+    double x;
+    if (tune_trial_get_double(t, "x", &x, NULL))
+        return TUNE_EINVAL;
+    tune_status st = tune_trial_report_metric(t, "score", x, NULL);
+    if (st == TUNE_OK)
+        st = tune_trial_report_metric(t, "aux", -x, NULL);
+    return st == TUNE_ESTOP ? TUNE_OK : st;
+}
+
+/* The "score" cell of the results.csv row of trial id. */
+static double csv_score(const char *csv, int64_t id)
+{
+    const char *nl = strchr(csv, '\n');
+    ck_assert_ptr_nonnull(nl);
+    /* The column of "score" in the header. */
+    int col = 0, found = -1;
+    for (const char *p = csv; p < nl; col++) {
+        const char *end = memchr(p, ',', (size_t)(nl - p));
+        if (!end)
+            end = nl;
+        if ((size_t)(end - p) == 5 && strncmp(p, "score", 5) == 0)
+            found = col;
+        p = end + (end < nl);
+        if (end == nl)
+            break;
+    }
+    ck_assert_int_ge(found, 0);
+    for (const char *row = nl + 1; *row; row = strchr(row, '\n') + 1) {
+        if (strtoll(row, NULL, 10) != id)
+            continue;
+        const char *p = row;
+        for (int c = 0; c < found; c++)
+            p = strchr(p, ',') + 1;
+        return strtod(p, NULL);
+    }
+    ck_abort_msg("no row for trial %lld", (long long)id);
+    return 0;
+}
+
+/* The run's best, the folder's best, results.csv and the report agree when the
+ * last report lacks the metric: each trial's last value of it counts. */
+START_TEST(best_when_last_report_lacks_metric)
+{
+    char *dir = tune_test_mkdtemp();
+    char storage[1100], path[1200];
+    snprintf(storage, sizeof storage, "%s/exp", dir);
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 5, \"seed\": 4, \"storage\": \"%s\","
+             " \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}",
+             storage);
+    tune_study *s = NULL;
+    tune_error err;
+    ck_assert_msg(tune_study_new_from_json(json, NULL, &s, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_int_eq(tune_study_set_objective(s, obj_metric_then_aux, NULL, &err), TUNE_OK);
+    ck_assert_msg(tune_study_run(s, &err) == TUNE_OK, "%s", err.text);
+    tune_result *run_best = NULL;
+    ck_assert_int_eq(tune_study_best(s, &run_best, &err), TUNE_OK);
+    char *run_json = NULL;
+    ck_assert_int_eq(tune_study_best_json(s, &run_json, &err), TUNE_OK);
+    tune_study_free(s);
+    double score;
+    ck_assert_int_eq(tune_result_get_metric(run_best, "score", &score, NULL), TUNE_OK);
+    ck_assert_int_eq(tune_result_iteration(run_best), 2);
+
+    ck_assert_msg(tune_study_open(storage, &s, &err) == TUNE_OK, "%s", err.text);
+    char *open_json = NULL;
+    ck_assert_msg(tune_study_best_json(s, &open_json, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_str_eq(open_json, run_json);
+    tune_result *opened = NULL;
+    ck_assert_int_eq(tune_study_best(s, &opened, &err), TUNE_OK);
+    check_same_results(run_best, opened);
+
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    ck_assert_msg(tune_study_export_csv(s, TUNE_CSV_RESULTS, path, &err) == TUNE_OK, "%s",
+                  err.text);
+    char *csv = tune_test_slurp(path);
+    ck_assert_double_eq_tol(csv_score(csv, tune_result_trial_id(run_best)), score, 1e-12);
+    free(csv);
+    tune_study_free(s);
+
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    ck_assert_msg(tune_report_html(storage, path, &err) == TUNE_OK, "%s", err.text);
+    char *html = tune_test_slurp(path);
+    char want[64];
+    snprintf(want, sizeof want, "\"best\":%lld,", (long long)tune_result_trial_id(run_best));
+    ck_assert_msg(strstr(html, want) != NULL, "report lacks %s", want);
+    free(html);
+
+    tune_free(run_json);
+    tune_free(open_json);
+    tune_result_free(opened);
+    tune_result_free(run_best);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *result_suite(void)
 {
     Suite *s = suite_create("result");
@@ -309,6 +412,7 @@ static Suite *result_suite(void)
     tcase_add_test(tc, best_as_typed_values);
     tcase_add_test(tc, getter_errors);
     tcase_add_test(tc, no_best_trial);
+    tcase_add_test(tc, best_when_last_report_lacks_metric);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -417,6 +417,55 @@ START_TEST(test_chisq_choice_randint)
 }
 END_TEST
 
+/* Chi-square of the low 8 bits of ((v - lo) / step) over 256 bins. */
+static double low_byte_chisq(const long *bins, int n)
+{
+    double x2 = 0, e = n / 256.0;
+    for (int k = 0; k < 256; k++)
+        x2 += (bins[k] - e) * (bins[k] - e) / e;
+    return x2;
+}
+
+/* Ranges wider than 2^53 reach every integer: their low bits are uniform (a
+ * 53-bit u only reaches every 2048th integer of int64), as is every bit. */
+START_TEST(test_wide_int_ranges_uniform)
+{
+    enum { N = 25600 };
+    OK(tune_space_add_randint(sp, "full", INT64_MIN, INT64_MAX, &err));
+    OK(tune_space_add_qrandint(sp, "fullq", INT64_MIN, INT64_MAX, 1, &err));
+    OK(tune_space_add_qrandint(sp, "q3", -(INT64_C(3) << 60), INT64_C(3) << 60, 3, &err));
+    OK(tune_space_add_randint(sp, "odd", 5, (INT64_C(1) << 62) + 3, &err));
+    gsl_rng *r = rng_new(11);
+    struct tunep_value out[4];
+    static long bins[4][256];
+    long ones[64] = {0};
+    memset(bins, 0, sizeof bins);
+    for (int i = 0; i < N; i++) {
+        tunep_space_sample(sp, r, 0, 0, out);
+        uint64_t off[4];
+        off[0] = (uint64_t)out[0].u.i - (uint64_t)INT64_MIN;
+        off[1] = (uint64_t)out[1].u.i - (uint64_t)INT64_MIN;
+        off[2] = (uint64_t)out[2].u.i + (UINT64_C(3) << 60);
+        ck_assert_msg(off[2] % 3 == 0, "qrandint q=3 gave %lld", (long long)out[2].u.i);
+        off[2] /= 3;
+        ck_assert(out[3].u.i >= 5 && out[3].u.i < (INT64_C(1) << 62) + 3);
+        off[3] = (uint64_t)out[3].u.i - 5;
+        for (int k = 0; k < 4; k++)
+            bins[k][off[k] & 255]++;
+        for (int b = 0; b < 64; b++)
+            ones[b] += (off[0] >> b) & 1;
+    }
+    gsl_rng_free(r);
+    /* 330.5: the 0.1% critical value of chi-square with 255 degrees of freedom */
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(low_byte_chisq(bins[k], N) < 330.5, "parameter %d: low byte chi2 = %g", k,
+                      low_byte_chisq(bins[k], N));
+    /* each bit is set half the time: 5 sd = 5 * sqrt(N / 4) = 400 */
+    for (int b = 0; b < 64; b++)
+        ck_assert_msg(labs(ones[b] - N / 2) < 400, "bit %d set %ld times of %d", b, ones[b], N);
+}
+END_TEST
+
 /* ---- grids ---------------------------------------------------------------- */
 
 START_TEST(test_grid_order_two_axes)
@@ -603,6 +652,7 @@ static Suite *sampler_suite(void)
     tcase_add_test(tc, test_ks_loguniform);
     tcase_add_test(tc, test_randn_moments);
     tcase_add_test(tc, test_chisq_choice_randint);
+    tcase_add_test(tc, test_wide_int_ranges_uniform);
     tcase_add_test(tc, test_determinism);
     suite_add_tcase(s, tc);
 

@@ -642,6 +642,24 @@ START_TEST(test_parse_name_errors)
     ck_assert_int_eq(tune_space_add_const_int(sp, "lr", 1, &err), TUNE_OK);
     parse_fails("{\"param_space\": {\"x\": 1, \"lr\": 2}}", 1, 26,
                 "param_space.lr: duplicate parameter 'lr'");
+    /* a name that is a folder of another, either way round, at the second key */
+    parse_fails("{\"param_space\": {\"opt\": 1, \"opt/lr\": 2}}", 1, 28,
+                "param_space.opt/lr: parameters 'opt' and 'opt/lr' clash: a name cannot be both "
+                "a value and a folder");
+    parse_fails("{\"param_space\": {\"m\": {\"opt\": {\"lr\": 2}}, \"m/opt\": 1}}", 1, 43,
+                "param_space.m/opt: parameters 'm/opt/lr' and 'm/opt' clash: a name cannot be "
+                "both a value and a folder");
+    /* "opt2" is not inside "opt" */
+    ck_assert_msg(parse("{\"param_space\": {\"opt\": 1, \"opt2/lr\": 2, \"op\": 3}}") == TUNE_OK,
+                  "%s", err.text);
+    tunep_space_truncate(sp, 1);
+    /* empty path segments */
+    parse_fails("{\"param_space\": {\"a//b\": 1}}", 1, 18,
+                "param_space.a//b: parameter name 'a//b' has an empty path segment");
+    parse_fails("{\"param_space\": {\"/a\": 1}}", 1, 18,
+                "param_space./a: parameter name '/a' has an empty path segment");
+    parse_fails("{\"param_space\": {\"a/\": 1}}", 1, 18,
+                "param_space.a/: parameter name 'a/' has an empty path segment");
     /* a flattened name over the limit, at the key that makes it too long */
     char text[1024], key[200], want[1024];
     memset(key, 'k', sizeof key - 1);
@@ -740,6 +758,12 @@ START_TEST(test_add_json)
     ck_assert_int_eq(err.line, 2);
     ck_assert_int_eq(err.column, 23);
     EXPECT_FAIL(tune_space_add_json(sp, "lr", "1", &err), TUNE_ECONFIG, "duplicate parameter 'lr'");
+    EXPECT_FAIL(tune_space_add_const_int(sp, "lr/x", 1, &err), TUNE_ECONFIG,
+                "parameters 'lr' and 'lr/x' clash: a name cannot be both a value and a folder");
+    EXPECT_FAIL(tune_space_add_uniform(sp, "a//b", 0, 1, &err), TUNE_ECONFIG,
+                "parameter name 'a//b' has an empty path segment");
+    EXPECT_FAIL(tune_space_add_const_string(sp, "a/", "x", &err), TUNE_ECONFIG,
+                "parameter name 'a/' has an empty path segment");
     EXPECT_FAIL(tune_space_add_json(sp, "z", "null", &err), TUNE_ECONFIG,
                 "'z': null is not a valid parameter value");
     EXPECT_FAIL(tune_space_add_json(sp, "z", "[1]", &err), TUNE_ECONFIG,

@@ -15,6 +15,7 @@
 #include <locale.h>
 #include <math.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "store/store.h"
@@ -468,6 +469,36 @@ START_TEST(test_create_twice)
     ck_assert_int_eq(tunep_store_open(other, 1, &st2, &err), TUNE_ESTORE);
     ck_assert_str_eq(err.text, "store: not an experiment database of tune");
     ck_assert_ptr_eq(st2, (struct tunep_store *)&err);
+}
+END_TEST
+
+/* A folder that cannot be read or written says why, not "no experiment here". */
+START_TEST(test_open_unreachable_folder)
+{
+    tune_error err;
+    struct tunep_store *st = NULL;
+    char path[600];
+    /* A path through a regular file (any user). */
+    snprintf(path, sizeof path, "%s/plain", tmpdir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_int_eq(tunep_store_open_experiment(path, 1, &st, NULL, &err), TUNE_EIO);
+    ck_assert_str_eq(err.text, "cannot open: Not a directory");
+    ck_assert_ptr_null(st);
+    /* Permissions bind only a user other than root. */
+    if (geteuid() == 0)
+        return;
+    snprintf(path, sizeof path, "%s/locked", tmpdir);
+    ck_assert_int_eq(mkdir(path, 0555), 0);
+    char db[700];
+    snprintf(db, sizeof db, "%s/experiment.db", path);
+    ck_assert_int_eq(tunep_store_create(db, &exp1, &space5, &st, &err), TUNE_EIO);
+    ck_assert_str_eq(err.text, "cannot create: Permission denied");
+    ck_assert_int_eq(chmod(path, 0), 0);
+    ck_assert_int_eq(tunep_store_open_experiment(path, 1, &st, NULL, &err), TUNE_EIO);
+    ck_assert_str_eq(err.text, "cannot open: Permission denied");
+    ck_assert_int_eq(chmod(path, 0755), 0);
 }
 END_TEST
 
@@ -1045,6 +1076,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_create_twice);
     tcase_add_test(tc, test_open_missing);
     tcase_add_test(tc, test_open_experiment);
+    tcase_add_test(tc, test_open_unreachable_folder);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_visibility);
     tcase_add_test(tc, test_crash);

@@ -622,6 +622,55 @@ START_TEST(resume_errored_retries_error_trials)
 }
 END_TEST
 
+/* What obj_duplicate_metrics got: two refused reports, then one that counts. */
+struct dup_seen {
+    tune_status st[3];
+    tune_error err[3];
+};
+
+static tune_status obj_duplicate_metrics(tune_trial *t, void *ud)
+{
+    struct dup_seen *ds = ud;
+    const char *two[2] = {"score", "score"};
+    double v2[2] = {1, 2};
+    ds->st[0] = tune_trial_report(t, 2, two, v2, &ds->err[0]);
+    /* Many names (the sorted path), the duplicate far apart. */
+    char buf[40][16];
+    const char *many[40];
+    double vm[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(buf[i], sizeof buf[i], "m%d", i % 39);
+        many[i] = buf[i];
+        vm[i] = i;
+    }
+    ds->st[1] = tune_trial_report(t, 40, many, vm, &ds->err[1]);
+    ds->st[2] = tune_trial_report(t, 39, many, vm, &ds->err[2]);
+    return TUNE_OK;
+}
+
+/* A metric twice in one report is refused and stores nothing. */
+START_TEST(duplicate_metric_refused)
+{
+    tune_study *s = study_from("{\"metric\": \"m0\", \"num_samples\": 1, \"seed\": 1,"
+                               " \"storage\": \":memory:\", \"max_concurrent_trials\": 1}");
+    struct dup_seen ds;
+    memset(&ds, 0, sizeof ds);
+    tune_error err;
+    ck_assert_int_eq(tune_study_set_objective(s, obj_duplicate_metrics, &ds, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    ck_assert_int_eq(ds.st[0], TUNE_EINVAL);
+    ck_assert_str_eq(ds.err[0].text, "metric 'score' appears twice in one report");
+    ck_assert_int_eq(ds.st[1], TUNE_EINVAL);
+    ck_assert_str_eq(ds.err[1].text, "metric 'm0' appears twice in one report");
+    ck_assert_int_eq(ds.st[2], TUNE_OK);
+    tune_result *r = NULL;
+    ck_assert_int_eq(tune_study_best(s, &r, &err), TUNE_OK);
+    ck_assert_int_eq(tune_result_iteration(r), 1);
+    tune_result_free(r);
+    tune_study_free(s);
+}
+END_TEST
+
 static Suite *study_suite(void)
 {
     Suite *s = suite_create("study");
@@ -640,6 +689,7 @@ static Suite *study_suite(void)
     tcase_add_test(tc, process_isolation_contains_crashes_and_hangs);
     tcase_add_test(tc, thread_timeout_at_next_report);
     tcase_add_test(tc, errors_carry_details);
+    tcase_add_test(tc, duplicate_metric_refused);
     tcase_add_test(tc, resume_errored_retries_error_trials);
     suite_add_tcase(s, tc);
     return s;

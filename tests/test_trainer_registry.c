@@ -188,7 +188,7 @@ START_TEST(defaults_and_ranges_come_from_the_table)
         if (cases[i].text)
             ck_assert_str_eq(err.text, cases[i].text);
         else /* every registered type is offered, the built-in ones and this one */
-            ck_assert_msg(strstr(err.text, "unknown trainer type (expected \"synthetic\", \"bert\", "
+            ck_assert_msg(strstr(err.text, "unknown trainer type 'rampp' (expected \"synthetic\", \"bert\", "
                                            "\"command\", \"plugin\"") &&
                               strstr(err.text, "\"ramp\""),
                           "%s", err.text);

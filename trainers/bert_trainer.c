@@ -92,11 +92,62 @@ static const struct tunep_option bert_options[] = {
 #undef ROW
 
 /* The rules across keys, and the device, once the section is read. */
+/* The examples of a TSV file (its lines but the header), or 0 when it cannot be read. */
+static int64_t count_examples(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char buf[65536];
+    size_t n;
+    int64_t lines = 0;
+    char last = '\n';
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            lines += buf[i] == '\n';
+        last = buf[n - 1];
+    }
+    fclose(f);
+    lines += last != '\n'; /* a last line without its newline */
+    return lines > 1 ? lines - 1 : 0;
+}
+
+/*
+ * Warns when a trial's warmup_steps can exceed all its steps (the learning
+ * rate would never reach lr): the largest warmup_steps of the space against
+ * the steps of the trial with the largest batch_size (the fewest steps).
+ * The config stays valid; the data's size is known only here by counting.
+ */
+static void warn_long_warmup(const struct bert_config *b, const struct tunep_trainer_check_ctx *ctx)
+{
+    double w_lo, w_hi, b_lo = 32, b_hi = 32; /* Hugging Face's default batch_size */
+    if (!ctx->param_range || ctx->param_range(ctx, "warmup_steps", &w_lo, &w_hi) != 0)
+        return;
+    int has_batch = 0;
+    for (size_t i = 0; i < ctx->n_params; i++)
+        has_batch |= strcmp(ctx->param_names[i], "batch_size") == 0;
+    if (has_batch && ctx->param_range(ctx, "batch_size", &b_lo, &b_hi) != 0)
+        return;
+    int64_t n = count_examples(b->train);
+    if (b->max_train_examples > 0 && b->max_train_examples < n)
+        n = b->max_train_examples;
+    if (n <= 0 || !(b_hi >= 1) || !isfinite(b_hi))
+        return;
+    int64_t batch = (int64_t)b_hi;
+    int64_t steps = (int64_t)b->epochs * ((n + batch - 1) / batch);
+    if (w_hi > (double)steps)
+        tunep_log(TUNE_LOG_WARN,
+                  "%s: param_space.warmup_steps up to %g is beyond the %lld steps of a bert trial "
+                  "with batch_size %lld (%d epoch(s) of %lld examples): such a trial never "
+                  "reaches its full learning rate",
+                  ctx->source ? ctx->source : "<string>", w_hi, (long long)steps,
+                  (long long)batch, b->epochs, (long long)n);
+}
+
 static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
                               struct tunep_opt_error *e)
 {
     struct bert_config *b = vcfg;
-    (void)ctx;
     if (b->hidden % b->heads != 0)
         return tunep_opt_fail(e, "model", 0, "hidden (%d) must be a multiple of heads (%d)",
                               b->hidden, b->heads);
@@ -129,6 +180,8 @@ static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *
     if (!b->checkpoint && b->max_seq_len > b->max_position)
         return tunep_opt_fail(e, "max_seq_len", 0, "%d is longer than model.max_position (%d)",
                               b->max_seq_len, b->max_position);
+    if (ctx)
+        warn_long_warmup(b, ctx);
     return TUNE_OK;
 }
 
@@ -669,6 +722,14 @@ out:
     return st;
 }
 
+/* One report per epoch without eval_every; with it the count depends on the
+ * data's size and the trial's batch_size, unknown until the data is read. */
+static int64_t bert_max_iterations(const void *config)
+{
+    const struct bert_config *cfg = config;
+    return cfg->eval_every > 0 ? 0 : cfg->epochs;
+}
+
 const struct tunep_trainer_type tunep_trainer_bert = {
     .name = "bert",
     .options = bert_options,
@@ -679,5 +740,6 @@ const struct tunep_trainer_type tunep_trainer_bert = {
     .objective = bert_objective,
     .resources = bert_resources,
     .free = bert_free,
+    .max_iterations = bert_max_iterations,
     .can_checkpoint = 1,
 };

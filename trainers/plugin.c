@@ -6,10 +6,14 @@
  *               "symbol": "my_objective", "init_symbol": "my_init",
  *               "fini_symbol": "my_fini", "data": {"any": "json"}}
  *
- * The library is loaded and its symbols looked up when the study is created,
- * so `tune validate` and study creation report a missing library or symbol
- * (TUNE_ECONFIG at the key, with dlerror()'s text) before anything runs or
- * is written. The optional init function runs once before the first trial:
+ * When the study is created, a forked child loads the library and looks its
+ * symbols up, so `tune validate` and study creation report a missing library
+ * or symbol (TUNE_ECONFIG at the key, with dlerror()'s text) before anything
+ * runs or is written, and a constructor that crashes, exits or hangs fails
+ * that check instead of the validating process. The library is loaded into
+ * tune's own process before the first trial (so its constructors run twice in
+ * a sweep: once in the child, once for real). The optional init function runs
+ * once before the first trial:
  *   tune_status init(const char *data_json, void **ret_user_data, tune_error *err)
  * gets "data" as compact JSON text (NULL when absent) and returns the
  * user_data every call of the objective gets; the optional fini function
@@ -25,8 +29,13 @@
 #include "trainer.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* The trainer's section. */
 struct plugin_config {
@@ -87,7 +96,8 @@ typedef void (*plugin_fini_fn)(void *user_data);
 
 struct plugin {
     const struct plugin_config *cfg; /* borrowed from the study's config */
-    void *handle;
+    char *source;                    /* the config's name, for errors in prepare() */
+    void *handle;                    /* NULL until prepare() */
     tune_objective_fn fn;
     plugin_init_fn init; /* NULL: none */
     plugin_fini_fn fini; /* NULL: none */
@@ -123,29 +133,15 @@ static void load_error(const char *library, char *buf, size_t size)
                  : "");
 }
 
-static void plugin_free(void *state);
-
-/*
- * dlopen()s the library and looks its symbols up (no code of the plugin but
- * its constructors runs yet): done when the study is created, so that
- * `tune validate` reports a missing library or symbol at its key.
- */
-static tune_status plugin_create(const void *vcfg, const char *source, void **ret_state,
-                                 tune_error *err)
+/* dlopen()s cfg->library into p and looks its symbols up; errors at their keys. */
+static tune_status load(struct plugin *p, const char *source, tune_error *err)
 {
-    const struct plugin_config *cfg = vcfg;
-    if (!source)
-        source = "<string>";
-    struct plugin *p = tunep_calloc(1, sizeof *p);
-    if (!p)
-        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    p->cfg = cfg;
+    const struct plugin_config *cfg = p->cfg;
     char why[400];
     dlerror(); /* clear a stale message */
     p->handle = dlopen(cfg->library, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {
         load_error(cfg->library, why, sizeof why);
-        tunep_free(p);
         return tunep_error_set_at(err, TUNE_ECONFIG, source, cfg->pos[0].line, cfg->pos[0].column,
                                   "trainer.library: cannot load '%s': %s", cfg->library, why);
     }
@@ -162,9 +158,115 @@ static tune_status plugin_create(const void *vcfg, const char *source, void **re
             tune_status st = tunep_error_set_at(
                 err, TUNE_ECONFIG, source, cfg->pos[i + 1].line, cfg->pos[i + 1].column,
                 "trainer.%s: '%s' is not in '%s' (%s)", keys[i], names[i], cfg->library, why);
-            plugin_free(p);
+            dlclose(p->handle);
+            p->handle = NULL;
             return st;
         }
+    }
+    return TUNE_OK;
+}
+
+/* A constructor that hangs must not hang `tune validate`: the probe's limit. */
+#define PROBE_TIMEOUT_MS 60000
+
+/*
+ * load() in a forked child, so that the library's constructors run there and
+ * not in the process that creates the study (`tune validate` must survive a
+ * constructor that crashes, exits or hangs). The child sends its tune_error
+ * back through a pipe; a child that dies before sending it names how. When
+ * no child can be made, the check waits for prepare() (which loads in-process).
+ */
+static tune_status probe(const struct plugin_config *cfg, const char *source, tune_error *err)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return TUNE_OK;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return TUNE_OK;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        struct plugin tmp = {.cfg = cfg};
+        tune_error e;
+        memset(&e, 0, sizeof e);
+        e.code = load(&tmp, source, &e);
+        ssize_t n = write(fds[1], &e, sizeof e);
+        _exit(n == (ssize_t)sizeof e
+                  ? 0
+                  : 1); /* the forked child, never the caller's process: exit-lint-ok */
+    }
+    close(fds[1]);
+    tune_error e;
+    size_t got = 0;
+    int timed_out = 0;
+    while (got < sizeof e) {
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int r = poll(&pfd, 1, PROBE_TIMEOUT_MS);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            timed_out = 1;
+            kill(pid, SIGKILL);
+            break;
+        }
+        ssize_t n = r > 0 ? read(fds[0], (char *)&e + got, sizeof e - got) : -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    if (got == sizeof e) {
+        if (e.code == TUNE_OK)
+            return TUNE_OK;
+        if (err)
+            *err = e;
+        return e.code;
+    }
+    const int line = cfg->pos[0].line, col = cfg->pos[0].column;
+    if (timed_out)
+        return tunep_error_set_at(err, TUNE_ECONFIG, source, line, col,
+                                  "trainer.library: loading '%s' did not finish within %d s (its "
+                                  "constructors hang)",
+                                  cfg->library, PROBE_TIMEOUT_MS / 1000);
+    if (WIFSIGNALED(ws))
+        return tunep_error_set_at(err, TUNE_ECONFIG, source, line, col,
+                                  "trainer.library: loading '%s' crashed (signal %d: %s)",
+                                  cfg->library, WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+    return tunep_error_set_at(err, TUNE_ECONFIG, source, line, col,
+                              "trainer.library: loading '%s' ended the process (exit status %d)",
+                              cfg->library, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+}
+
+/*
+ * Checks that the library loads and has its symbols, in a child process
+ * (probe()), when the study is created: `tune validate` reports a missing
+ * library or symbol at its key without running any of the plugin's code in
+ * its own process. The library is loaded for real by prepare().
+ */
+static tune_status plugin_create(const void *vcfg, const char *source, void **ret_state,
+                                 tune_error *err)
+{
+    const struct plugin_config *cfg = vcfg;
+    if (!source)
+        source = "<string>";
+    tune_status st = probe(cfg, source, err);
+    if (st)
+        return st;
+    struct plugin *p = tunep_calloc(1, sizeof *p);
+    if (!p)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    p->cfg = cfg;
+    if (!(p->source = tunep_strdup(source))) {
+        tunep_free(p);
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     }
     *ret_state = p;
     return TUNE_OK;
@@ -175,6 +277,9 @@ static tune_status plugin_prepare(void *state, const struct tunep_trainer_env *e
 {
     struct plugin *p = state;
     (void)env;
+    tune_status st;
+    if (!p->handle && (st = load(p, p->source, err)))
+        return st;
     if (!p->init) {
         p->user_data = (void *)p->cfg->data;
         return TUNE_OK;
@@ -183,7 +288,7 @@ static tune_status plugin_prepare(void *state, const struct tunep_trainer_env *e
         return TUNE_OK;
     tune_error e = {0};
     void *ud = NULL;
-    tune_status st = p->init(p->cfg->data, &ud, &e);
+    st = p->init(p->cfg->data, &ud, &e);
     if (st != TUNE_OK) {
         if (st < 0 || st >= TUNE_STATUS_COUNT)
             st = TUNE_EFAILED;
@@ -205,6 +310,7 @@ static void plugin_free(void *state)
         p->fini(p->user_data);
     if (p->handle)
         dlclose(p->handle);
+    tunep_free(p->source);
     tunep_free(p);
 }
 

@@ -200,10 +200,16 @@ out:
     return st;
 }
 
+static int64_t synthetic_max_iterations(const void *config)
+{
+    return ((const struct synthetic_config *)config)->iterations;
+}
+
 const struct tunep_trainer_type tunep_trainer_synthetic = {
     .name = "synthetic",
     .options = synthetic_options,
     .config_size = sizeof(struct synthetic_config),
     .objective = synthetic_objective,
+    .max_iterations = synthetic_max_iterations,
     .can_checkpoint = 1,
 };

@@ -202,6 +202,11 @@ static tune_status data_line(struct loader *ld, const char *s, size_t n, size_t 
 
 static tune_status header_line(struct loader *ld, const char *s, size_t n)
 {
+    /* Spreadsheet exports often start with one; the header would not match. */
+    if (n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+        return tunep_error_set_at(ld->err, TUNE_ECONFIG, ld->path, 1, 0,
+                                  "the file starts with a UTF-8 byte order mark (BOM): save it "
+                                  "without one");
     struct line_fields lf;
     split_fields(s, n, &lf);
     if (lf.count == 2 && field_is(&lf, 0, "sentence") && field_is(&lf, 1, "label")) {

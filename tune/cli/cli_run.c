@@ -146,7 +146,10 @@ static int run_study(tune_study *study, int quiet)
     signal(SIGTERM, SIG_DFL);
 
     int code = CLI_OK;
-    if (!quiet && (job.st == TUNE_OK || job.st == TUNE_EINTERRUPTED))
+    /* Results exist after a finished, interrupted or fail_fast-stopped run, not after one
+     * that failed to start. */
+    int wrote = job.st == TUNE_OK || job.st == TUNE_EINTERRUPTED || job.st == TUNE_EFAILED;
+    if (!quiet && wrote)
         show_progress(job.study, tty, 1);
     if (job.st) {
         cli_print_error(&job.err);
@@ -154,13 +157,18 @@ static int run_study(tune_study *study, int quiet)
     }
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(job.study, c);
-    if (!job.st && c[TUNE_TRIAL_ERROR] > 0) {
+    int64_t ended = c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED] + c[TUNE_TRIAL_ERROR];
+    if (!job.st && c[TUNE_TRIAL_ERROR] > 0 && c[TUNE_TRIAL_ERROR] == ended) {
+        fprintf(stderr,
+                "tune: every trial ended in ERROR (%lld of %lld): the sweep has no result "
+                "(`tune status DIR` shows why)\n",
+                (long long)c[TUNE_TRIAL_ERROR], (long long)ended);
+        code = CLI_FAILED;
+    } else if (!job.st && c[TUNE_TRIAL_ERROR] > 0) {
         fprintf(stderr, "tune: %lld trial(s) ended in ERROR (`tune status DIR` shows why)\n",
                 (long long)c[TUNE_TRIAL_ERROR]);
         code = CLI_FAILED;
     }
-    /* Results exist after a finished or interrupted run, not after one that failed to start. */
-    int wrote = job.st == TUNE_OK || job.st == TUNE_EINTERRUPTED;
     const char *dir = tune_study_storage(job.study);
     /* The report is a view of the store: failing to write it loses nothing, so
      * it only warns and the exit code stays the run's. */
@@ -345,6 +353,8 @@ int cli_validate(int argc, char **argv)
         fprintf(stderr, "tune validate: expected exactly one CONFIG\n");
         return CLI_USAGE;
     }
+    /* Warnings (a schedule no trial can reach) are part of what validate says. */
+    tune_set_log_callback(log_to_stderr, TUNE_LOG_WARN, NULL);
     tune_study *study = NULL;
     tune_error err;
     tune_status st = tune_study_new_from_file(argv[1], &study, &err);
