@@ -15,6 +15,11 @@
  *               mode, seed INTEGER, version, created REAL)
  *       One row. seed holds the uint64 seed's bit pattern as a signed 64-bit
  *       integer (a seed >= 2^63 reads as negative in SQL).
+ *   origin (id INTEGER PRIMARY KEY CHECK (id = 1), cwd TEXT, command_line TEXT)
+ *       One row: the working folder and command line of the run that created
+ *       the experiment, which `tune resume` runs trainers from. Added within
+ *       version 1 without a version bump: older files lack the table (read as
+ *       unknown), and older code ignores it.
  *   params (position INTEGER PRIMARY KEY, name TEXT UNIQUE, type, domain,
  *           column_name, type_column)
  *       The space in order. type is "float", "int", "str", "bool" or "mixed"
@@ -115,6 +120,11 @@ static const char schema_sql[] = "CREATE TABLE experiment (\n"
                                  "    seed INTEGER NOT NULL,\n"
                                  "    version TEXT,\n"
                                  "    created REAL\n"
+                                 ");\n"
+                                 "CREATE TABLE origin (\n"
+                                 "    id INTEGER PRIMARY KEY CHECK (id = 1),\n"
+                                 "    cwd TEXT,\n"
+                                 "    command_line TEXT\n"
                                  ");\n"
                                  "CREATE TABLE params (\n"
                                  "    position INTEGER PRIMARY KEY,\n"
@@ -707,6 +717,16 @@ static tune_status insert_schema(struct tunep_store *st, const struct tunep_stor
     bind_real(s, 7, exp->created);
     if (run_stmt(s) != SQLITE_DONE) {
         rs = db_fail(st, err, "insert experiment");
+        goto out;
+    }
+    sqlite3_finalize(s);
+    if ((rs = prepare(st, "INSERT INTO origin (id, cwd, command_line) VALUES (1, ?1, ?2)", 0, &s,
+                      err)))
+        goto out;
+    sqlite3_bind_text(s, 1, exp->cwd, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, exp->command_line, -1, SQLITE_STATIC);
+    if (run_stmt(s) != SQLITE_DONE) {
+        rs = db_fail(st, err, "insert origin");
         goto out;
     }
     sqlite3_finalize(s);
@@ -1357,6 +1377,38 @@ tune_status tunep_store_read_experiment(struct tunep_store *st,
     }
     *ret = row;
     return TUNE_OK;
+}
+
+tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd,
+                                   char **ret_command_line, tune_error *err)
+{
+    *ret_cwd = *ret_command_line = NULL;
+    int64_t has = 0;
+    tune_status rs = query_int64(st,
+                                 "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND"
+                                 " name = 'origin'",
+                                 &has, err);
+    if (rs || !has)
+        return rs; /* a store from before the table: unknown */
+    sqlite3_stmt *s;
+    if ((rs = prepare(st, "SELECT cwd, command_line FROM origin WHERE id = 1", 0, &s, err)))
+        return rs;
+    int nomem = 0;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *ret_cwd = column_strdup(s, 0, &nomem);
+        *ret_command_line = column_strdup(s, 1, &nomem);
+        if (nomem) {
+            tunep_free(*ret_cwd);
+            tunep_free(*ret_command_line);
+            *ret_cwd = *ret_command_line = NULL;
+            rs = oom(st, err);
+        }
+    } else if (rc != SQLITE_DONE) {
+        rs = db_fail(st, err, "read origin");
+    }
+    sqlite3_finalize(s);
+    return rs;
 }
 
 void tunep_store_experiment_done(struct tunep_store_experiment_row *row)

@@ -29,6 +29,8 @@ struct tunep_store_experiment {
     const char *version;     /* tune_version() */
     uint64_t seed;
     double created;          /* Unix time */
+    const char *cwd;         /* the creating run's working folder, or NULL */
+    const char *command_line;/* its command line, or NULL */
 };
 
 /*
@@ -91,6 +93,12 @@ struct tunep_store_experiment_row {
 tune_status tunep_store_read_experiment(struct tunep_store *st,
                                         struct tunep_store_experiment_row *ret, tune_error *err);
 void tunep_store_experiment_done(struct tunep_store_experiment_row *row);
+/*
+ * The working folder and command line of the run that created the experiment
+ * (tunep_free each); both NULL for a store made before they were recorded.
+ */
+tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd,
+                                   char **ret_command_line, tune_error *err);
 /*
  * Opens the experiment in the folder dir (read-only or not) and, when ret_row
  * is not NULL, reads its experiment row: what `tune status`, `tune report`,

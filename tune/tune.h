@@ -155,6 +155,8 @@ typedef enum tune_status {
     TUNE_ETYPE = 12,      /**< the parameter exists with another type */
     TUNE_EINTERRUPTED = 13,/**< the run was stopped by tune_study_request_stop() */
     TUNE_EFAILED = 14,    /**< the objective failed (used for trial errors) */
+    TUNE_EEXIST = 15,     /**< the experiment folder already holds an experiment */
+    TUNE_EBUSY = 16,      /**< another process is running the experiment in that folder */
     TUNE_STATUS_COUNT
 } tune_status;
 
@@ -602,7 +604,8 @@ TUNE_API void tune_options_default(tune_options *o);
  * and an error names the key: source "<options>", text "num_samples:
  * expected an integer in [1, 100000000], got 0". experiment.db stores the
  * config as the equivalent JSON (the keys that differ from the defaults), so
- * running the same program into the same folder resumes the experiment.
+ * running the same program into the same folder with TUNE_RESUME_EXISTING
+ * resumes the experiment.
  * @param space borrowed, unlike tune_study_new_with_space_take()'s: the study
  *        keeps a copy and the caller still frees it; NULL for no parameters
  * @return TUNE_OK, TUNE_EINVAL (o or ret_study NULL, an enum field out of
@@ -626,6 +629,9 @@ enum tune_resume_flags {
                                   their last checkpoint when the objective saved one (Ray's
                                   resume_errored; with no checkpoint this is restart_errored) */
     TUNE_RESUME_FORCE = 4,   /**< resume even when the config differs from the stored one */
+    TUNE_RESUME_EXISTING = 8,/**< tune_study_run() continues the experiment its folder holds
+                                  instead of refusing with TUNE_EEXIST (tune_study_resume()
+                                  sets it; `tune run --resume`); a folder without one starts it */
 };
 
 /**
@@ -634,8 +640,9 @@ enum tune_resume_flags {
  * ran). tune_study_run() then keeps finished trials, runs interrupted ones
  * again as new attempts, rebuilds the scheduler from the stored reports, and
  * draws the remaining trials from the same sequence. A study built with a
- * space in code resumes by running the same program again instead: running
- * any study into a folder that holds the same experiment resumes it.
+ * space in code resumes by running the same program again instead, with
+ * TUNE_RESUME_EXISTING set: then a folder that holds the same experiment is
+ * continued (without the flag it is refused with TUNE_EEXIST).
  * @return TUNE_OK, TUNE_ENOTFOUND (no experiment there), TUNE_ESTORE,
  *         TUNE_ECONFIG (the stored config no longer validates), TUNE_ENOMEM.
  */
@@ -673,12 +680,17 @@ TUNE_API const char *tune_study_name(const tune_study *study);
  * Runs the sweep to the end: creates the experiment folder and store, runs up
  * to max_concurrent_trials trials at once on worker threads, and writes
  * results.csv and progress.csv at the end. A failed trial does not fail the
- * run. A folder that already holds this experiment is resumed (see
- * tune_study_resume()); one that holds another config is refused with
- * TUNE_ECONFIG unless TUNE_RESUME_FORCE is set.
+ * run. The run holds the folder's lock (an fcntl lock on experiment.lock,
+ * released when the run ends or the process dies): a second run into the
+ * folder meanwhile, from this process or another, fails at once with
+ * TUNE_EBUSY; reading the folder (tune_study_open()) stays allowed. A folder
+ * that already holds an experiment is refused with TUNE_EEXIST, unless
+ * TUNE_RESUME_EXISTING is set (tune_study_resume() sets it): then it is
+ * resumed, and one that holds another config is refused with TUNE_ECONFIG
+ * unless TUNE_RESUME_FORCE is set.
  * @return TUNE_OK; TUNE_EINTERRUPTED after tune_study_request_stop() (the store
- *         is consistent and the CSV files are written); TUNE_ESTORE, TUNE_EIO,
- *         TUNE_ECONFIG (no objective), TUNE_ENOMEM.
+ *         is consistent and the CSV files are written); TUNE_EEXIST, TUNE_EBUSY,
+ *         TUNE_ESTORE, TUNE_EIO, TUNE_ECONFIG (no objective), TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_run(tune_study *study, tune_error *err);
 /**
