@@ -78,8 +78,14 @@ tune_status tunep_store_lock_take(const char *dir, struct tunep_store_lock **ret
     if (set_lock(fd, F_WRLCK) != 0) {
         int e = errno;
         if (e == EACCES || e == EAGAIN) {
+            /* The holder writes its name just after it takes the lock: give
+             * it a moment (100 ms at most) when it is that new. */
             char holder[256];
             read_holder(fd, holder, sizeof holder);
+            for (int i = 0; i < 20 && !*holder; i++) {
+                nanosleep(&(struct timespec){0, 5000000}, NULL);
+                read_holder(fd, holder, sizeof holder);
+            }
             close(fd);
             return tunep_error_set_at(
                 err, TUNE_EBUSY, dir, 0, 0,

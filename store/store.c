@@ -387,6 +387,11 @@ static enum ptype param_kind(const struct tunep_param *p)
     return (enum ptype)p->values[0].type;
 }
 
+const char *tunep_store_param_kind(const struct tunep_param *p)
+{
+    return ptype_names[param_kind(p)];
+}
+
 static enum ptype ptype_from_name(const char *s, enum ptype fallback)
 {
     if (s)
@@ -794,6 +799,13 @@ tune_status tunep_store_create(const char *db_path, const struct tunep_store_exp
     if ((rs = check_empty(st, err)) || (rs = insert_schema(st, exp, space, err)) ||
         (rs = exec_sql(st, "COMMIT", "commit schema", err))) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        goto fail;
+    }
+    /* The schema and the experiment go into the database file itself, not
+     * only into the WAL: a lost -wal then costs at most the reports since the
+     * last checkpoint, never the experiment. */
+    if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_FULL, NULL, NULL) != SQLITE_OK) {
+        rs = db_fail(st, err, "checkpoint the new experiment");
         goto fail;
     }
     if ((rs = load_params(st, err)) || (rs = prepare_writes(st, err)))

@@ -80,6 +80,8 @@ const char *const *tunep_store_param_names(const struct tunep_store *st, size_t 
 /* Parameter i's params.type ("float", "int", "str", "bool", "mixed") and params.domain
  * ("loguniform", "choice", ...; NULL when not recorded); borrowed, valid until close. */
 const char *tunep_store_param_type(const struct tunep_store *st, size_t i);
+/* The type a parameter of a space would be stored with ("float", "int", ..., "mixed"). */
+const char *tunep_store_param_kind(const struct tunep_param *p);
 const char *tunep_store_param_domain(const struct tunep_store *st, size_t i);
 
 /* ---- reading back -------------------------------------------------------- */

@@ -310,6 +310,22 @@ START_TEST(store_run_reopened)
     ck_assert_ptr_nonnull(strstr(err.text, "another config"));
     tune_study_free(s);
 
+    /* Not even with TUNE_RESUME_FORCE may a parameter change its type: the
+     * store's column keeps it, and the values would be exported wrongly. */
+    char retyped[1200];
+    const char *lr = strstr(json, "{\"loguniform\": [1e-5, 1e-2]}");
+    ck_assert_ptr_nonnull(lr);
+    snprintf(retyped, sizeof retyped, "%.*s{\"randint\": [1, 100]}%s", (int)(lr - json), json,
+             lr + strlen("{\"loguniform\": [1e-5, 1e-2]}"));
+    s = study_from(retyped);
+    ck_assert_int_eq(
+        tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING | TUNE_RESUME_FORCE, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
+    ck_assert_msg(strstr(err.text, "param_space.lr: the stored experiment has it as float, this "
+                                   "config as int"),
+                  "%s", err.text);
+    tune_study_free(s);
+
     char path[1200];
     snprintf(path, sizeof path, "%s/exp", dir);
     ck_assert_int_eq(tune_study_open(path, &s, &err), TUNE_OK);

@@ -628,7 +628,8 @@ enum tune_resume_flags {
     TUNE_RESUME_ERRORED = 1, /**< ERROR trials get another max_failures + 1 attempts, from
                                   their last checkpoint when the objective saved one (Ray's
                                   resume_errored; with no checkpoint this is restart_errored) */
-    TUNE_RESUME_FORCE = 4,   /**< resume even when the config differs from the stored one */
+    TUNE_RESUME_FORCE = 4,   /**< resume even when the config differs from the stored one
+                                  (its parameters keep their names and types) */
     TUNE_RESUME_EXISTING = 8,/**< tune_study_run() continues the experiment its folder holds
                                   instead of refusing with TUNE_EEXIST (tune_study_resume()
                                   sets it; `tune run --resume`); a folder without one starts it */
@@ -636,8 +637,9 @@ enum tune_resume_flags {
 
 /**
  * Creates a study that continues the experiment in dir, from the config
- * stored there (paths in it are relative to the current folder, as when it
- * ran). tune_study_run() then keeps finished trials, runs interrupted ones
+ * stored there (paths in it are relative to the current folder: change into
+ * the one it started in, tune_study_origin(), to resume from elsewhere). It
+ * sets TUNE_RESUME_EXISTING. tune_study_run() then keeps finished trials, runs interrupted ones
  * again as new attempts, rebuilds the scheduler from the stored reports, and
  * draws the remaining trials from the same sequence. A study built with a
  * space in code resumes by running the same program again instead, with
@@ -647,6 +649,20 @@ enum tune_resume_flags {
  *         TUNE_ECONFIG (the stored config no longer validates), TUNE_ENOMEM.
  */
 TUNE_API tune_status tune_study_resume(const char *dir, unsigned flags, tune_study **ret_study,
+                                       tune_error *err);
+/**
+ * Where the experiment in dir was started: the working folder and the
+ * command line of the run that created it. Relative paths in the stored
+ * config (a command trainer's `train.py`, data files) are relative to that
+ * folder, so a program that resumes from elsewhere changes into it first, as
+ * `tune resume` does.
+ * @param ret_cwd set to the folder (caller frees with tune_free()), or NULL
+ *        when the store was made before tune recorded it
+ * @param ret_command_line set likewise, or NULL; may itself be NULL when not wanted
+ * @return TUNE_OK, TUNE_EINVAL, TUNE_ENOTFOUND (no experiment there),
+ *         TUNE_ESTORE, TUNE_ENOMEM.
+ */
+TUNE_API tune_status tune_study_origin(const char *dir, char **ret_cwd, char **ret_command_line,
                                        tune_error *err);
 /**
  * Sets TUNE_RESUME_* flags for a run into an existing experiment folder.

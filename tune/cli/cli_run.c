@@ -7,6 +7,8 @@
  * to stop (tune_study_request_stop is async-signal-safe); running trials are
  * put back to PENDING, the store stays consistent and the CSVs are written.
  */
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -309,6 +311,29 @@ int cli_resume(int argc, char **argv)
         return CLI_USAGE;
     }
     tune_set_log_callback(log_to_stderr, quiet ? TUNE_LOG_ERROR : TUNE_LOG_WARN, NULL);
+    /* The folder is named absolutely before changing into the one the
+     * experiment started in, where its config's relative paths point. */
+    char absdir[PATH_MAX];
+    if (realpath(dir, absdir))
+        dir = absdir;
+    char *origin = NULL;
+    if (tune_study_origin(dir, &origin, NULL, NULL) == TUNE_OK && origin) {
+        char here[PATH_MAX];
+        if (!getcwd(here, sizeof here) || strcmp(here, origin) != 0) {
+            if (chdir(origin) == 0) {
+                if (!quiet)
+                    fprintf(stderr, "tune: running trainers from %s, where the experiment "
+                                    "started\n", origin);
+            } else {
+                fprintf(stderr,
+                        "tune: warning: %s, the folder the experiment started in, cannot be "
+                        "entered (%s): relative paths in its config are taken from the current "
+                        "folder\n",
+                        origin, strerror(errno));
+            }
+        }
+    }
+    tune_free(origin);
     tune_study *study = NULL;
     tune_error err;
     tune_status st = tune_study_resume(dir, flags, &study, &err);
