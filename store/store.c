@@ -892,6 +892,31 @@ static tune_status reopen_immutable_if_needed(struct tunep_store **pst, tune_err
     return TUNE_OK;
 }
 
+/*
+ * SQLite reports a -wal deleted under a running writer as "disk I/O error"
+ * to every later reader: say what happened instead when the -wal is gone
+ * (or empty) and the -shm of a writer is still there.
+ */
+static tune_status explain_lost_wal(const char *db_path, tune_status rs, tune_error *err)
+{
+    if (rs != TUNE_ESTORE)
+        return rs;
+    char *wal = tunep_asprintf("%s-wal", db_path), *shm = tunep_asprintf("%s-shm", db_path);
+    struct stat sb;
+    /* The failed open itself may have made a new, empty -wal. */
+    int wal_gone = wal && (stat(wal, &sb) != 0 ? errno == ENOENT : sb.st_size == 0);
+    if (wal_gone && shm && access(shm, F_OK) == 0)
+        rs = tunep_error_set_at(
+            err, TUNE_ESTORE, db_path, 0, 0,
+            "store: %s-wal was deleted while a run was writing: it cannot be read until that run "
+            "ends (the run still writes the deleted file and folds it in when it ends); if the "
+            "run was killed, %s holds the experiment and the reports up to its last checkpoint",
+            base_name(db_path), base_name(db_path));
+    tunep_free(wal);
+    tunep_free(shm);
+    return rs;
+}
+
 tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_store **ret,
                              tune_error *err)
 {
@@ -907,7 +932,7 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
     if (rs)
         return rs;
     if (readonly && (rs = reopen_immutable_if_needed(&st, err)))
-        return rs;
+        return explain_lost_wal(db_path, rs, err);
     if ((rs = query_int64(st, "PRAGMA application_id", &app_id, err)) ||
         (rs = query_int64(st, "PRAGMA user_version", &version, err)) ||
         (rs = query_int64(st,
@@ -942,7 +967,7 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
     return TUNE_OK;
 fail:
     store_free(st);
-    return rs;
+    return explain_lost_wal(db_path, rs, err);
 }
 
 char *tunep_store_file(const char *dir)

@@ -9,7 +9,9 @@
 #     and the last line names `tune resume DIR`;
 #  3. `tune resume DIR` from another folder runs a command trainer's relative
 #     program from the folder the experiment started in, and says when that
-#     folder is gone.
+#     folder is gone;
+#  4. a -wal deleted under a running controller: `tune status` says so, and
+#     the killed run's folder resumes (the experiment was checkpointed).
 # Usage: test_controller.sh TUNE_BINARY
 set -u
 TUNE=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -144,6 +146,27 @@ mv "$tmp/proj" "$tmp/moved"
 (cd / && "$TUNE" resume "$tmp/moved/exp" --quiet >/dev/null 2>"$tmp/err")
 grep -qF "warning: $tmp/proj, the folder the experiment started in, cannot be entered (No such file or directory)" "$tmp/err" &&
     ok "a vanished start folder is named" || fail "vanished folder message: $(cat "$tmp/err")"
+
+# --- 4. a -wal deleted under a running controller ---------------------------------
+# The experiment itself is in experiment.db from creation: readers are told what
+# happened, and after the controller is killed the folder resumes to the end.
+cat >"$tmp/w.json" <<'JSON'
+{"name": "wal", "metric": "val_accuracy", "num_samples": 50, "seed": 1,
+ "max_concurrent_trials": 2,
+ "param_space": {"lr": {"loguniform": [1e-5, 1e-2]}},
+ "trainer": {"type": "synthetic", "iterations": 3, "sleep_s": 0.05}}
+JSON
+"$TUNE" run "$tmp/w.json" --storage "$tmp/wal" --quiet >/dev/null 2>&1 &
+pid=$!
+sleep 0.7
+rm -f "$tmp/wal/experiment.db-wal"
+"$TUNE" status "$tmp/wal" >"$tmp/out" 2>&1
+grep -q "experiment.db-wal was deleted while a run was writing" "$tmp/out" &&
+    ok "status explains a deleted -wal" || fail "status after a deleted -wal: $(head -c 300 "$tmp/out")"
+kill -KILL $pid; wait $pid 2>/dev/null
+"$TUNE" resume "$tmp/wal" --quiet >/dev/null 2>"$tmp/err" &&
+    [ "$(grep -c ',TERMINATED,' "$tmp/wal/results.csv")" = 50 ] &&
+    ok "a folder that lost its -wal resumes to the end" || fail "resume after a lost -wal: $(cat "$tmp/err")"
 
 [ "$fails" = 0 ] && echo "all ok"
 [ "$fails" = 0 ]
