@@ -36,6 +36,8 @@ const char *tune_strerror(tune_status code)
         case TUNE_ETYPE: return "wrong type";
         case TUNE_EINTERRUPTED: return "interrupted";
         case TUNE_EFAILED: return "objective failed";
+        case TUNE_EEXIST: return "experiment exists";
+        case TUNE_EBUSY: return "experiment in use";
         case TUNE_STATUS_COUNT: break;
     }
     return "unknown status";

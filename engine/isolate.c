@@ -261,6 +261,10 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
         t->fail_now = 1;
         return TUNE_EFAILED;
     }
+    /* Ended by the stop escalation (or dying on its own meanwhile): cut short,
+     * not failed, so it goes back to PENDING as a thread-mode trial does. */
+    if (!done && stop_since > 0)
+        return TUNE_EINTERRUPTED;
     if (!done)
         return child_failed(t, wstatus);
     return st;

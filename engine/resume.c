@@ -1,8 +1,9 @@
 /*
  * resume.c - continuing a sweep from its experiment folder.
  *
- * `tune run CONFIG` on a folder that already holds the experiment, or
- * `tune resume DIR`, rebuilds the study from experiment.db and goes on:
+ * `tune resume DIR` (or a run with TUNE_RESUME_EXISTING, `tune run --resume`,
+ * on a folder that already holds the experiment) rebuilds the study from
+ * experiment.db and goes on:
  *  - finished trials (TERMINATED, STOPPED) are kept as they are;
  *  - trials that were running or waiting (a crash, SIGKILL, Ctrl-C) run again
  *    as a new attempt (their earlier reports stay in the database);
@@ -20,9 +21,11 @@
  *    resumes them when their turn comes, from their checkpoint or replayed
  *    up to where they paused; RUNNING and PENDING ones run again as a new
  *    attempt, from their checkpoint when their folder has one.
+ * The store also records where the first run started (tune_study_origin()),
+ * since the stored config's relative paths point from there.
  * A config that differs from the stored one is refused unless
- * TUNE_RESUME_FORCE; parameters must keep their names either way, because
- * the store's columns are made from them.
+ * TUNE_RESUME_FORCE; parameters must keep their names and types either way,
+ * because the store's columns are made from them.
  */
 #include "engine/study.h"
 
@@ -297,6 +300,20 @@ tune_status tunep_study_resume_store(struct tune_study *s,
                                 "must keep param_space's names");
         goto out;
     }
+    /* Columns keep the type they were made with: values of another type would
+     * be stored and exported wrongly, so a type change is refused. */
+    for (size_t i = 0; i < n_names; i++) {
+        const char *was = tunep_store_param_type(s->store, i);
+        const char *now = tunep_store_param_kind(&s->cfg.space->params[i]);
+        if (was && strcmp(was, now) != 0) {
+            st = tunep_error_set_at(err, TUNE_ECONFIG, s->cfg.storage, 0, 0,
+                                    "param_space.%s: the stored experiment has it as %s, this "
+                                    "config as %s; a resumed sweep keeps each parameter's type "
+                                    "(choose another --storage)",
+                                    names[i], was, now);
+            goto out;
+        }
+    }
     /* The sequence continues from the stored seed (drawn from the clock when the config has none). */
     s->cfg.seed = row->seed;
 
@@ -375,4 +392,28 @@ tune_status tunep_study_resume_store(struct tune_study *s,
 out:
     tunep_free(ev.v);
     return st;
+}
+
+tune_status tune_study_origin(const char *dir, char **ret_cwd, char **ret_command_line,
+                              tune_error *err)
+{
+    if (!dir || !ret_cwd)
+        return tunep_error_set(err, TUNE_EINVAL, "dir and ret_cwd must not be NULL");
+    *ret_cwd = NULL;
+    if (ret_command_line)
+        *ret_command_line = NULL;
+    struct tunep_store *store = NULL;
+    char *cwd = NULL, *command_line = NULL;
+    tune_status st = tunep_store_open_experiment(dir, 1, &store, NULL, err);
+    if (!st)
+        st = tunep_store_read_origin(store, &cwd, &command_line, err);
+    tunep_store_close(store);
+    if (st)
+        return st;
+    *ret_cwd = cwd;
+    if (ret_command_line)
+        *ret_command_line = command_line;
+    else
+        tunep_free(command_line);
+    return TUNE_OK;
 }

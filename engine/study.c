@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 
 #include "base/rng.h"
 #include "engine/trial_dir.h"
+#include "store/lock.h"
 
 /* ---- time ---------------------------------------------------------------- */
 
@@ -325,6 +327,7 @@ void tune_study_free(tune_study *s)
     if (s->cfg.trainer && s->cfg.trainer->create && s->cfg.trainer->free)
         s->cfg.trainer->free(s->trainer_state);
     tunep_store_close(s->store);
+    tunep_store_lock_release(s->store_lock);
     tunep_config_done(&s->cfg);
     pthread_mutex_destroy(&s->lock);
     if (!s->readonly)
@@ -364,9 +367,9 @@ tune_status tune_study_set_resume_flags(tune_study *s, unsigned flags, tune_erro
     tune_status st = check_settable(s, err);
     if (st)
         return st;
-    if (flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE))
-        return tunep_error_set(err, TUNE_EINVAL, "unknown resume flags 0x%x",
-                               flags & ~(unsigned)(TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE));
+    const unsigned known = TUNE_RESUME_ERRORED | TUNE_RESUME_FORCE | TUNE_RESUME_EXISTING;
+    if (flags & ~known)
+        return tunep_error_set(err, TUNE_EINVAL, "unknown resume flags 0x%x", flags & ~known);
     s->resume_flags = flags;
     return TUNE_OK;
 }
@@ -389,7 +392,7 @@ tune_status tunep_study_resume(const char *dir, unsigned flags,
         st = tunep_study_new_from_config(row.config_json, strlen(row.config_json), db, NULL, NULL,
                                          trainers, &s, err);
     if (!st && !(st = tune_study_set_storage(s, dir, err)))
-        st = tune_study_set_resume_flags(s, flags, err);
+        st = tune_study_set_resume_flags(s, flags | TUNE_RESUME_EXISTING, err);
     tunep_store_experiment_done(&row);
     tunep_free(db);
     if (st) {
@@ -525,19 +528,74 @@ static tune_status make_dirs(const char *path, tune_error *err)
     return TUNE_OK;
 }
 
+/*
+ * This process's command line, arguments joined by spaces and quoted for a
+ * POSIX shell where needed; NULL where /proc/self/cmdline is missing.
+ */
+static char *read_command_line(void)
+{
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f)
+        return NULL;
+    struct tunep_buf b;
+    tunep_buf_init(&b);
+    char arg[4096];
+    size_t n = 0;
+    int c, first = 1;
+    while ((c = getc(f)) != EOF) {
+        if (c != '\0') {
+            if (n < sizeof arg - 1)
+                arg[n++] = (char)c;
+            continue;
+        }
+        arg[n] = '\0';
+        if (!first)
+            tunep_buf_puts(&b, " ");
+        first = 0;
+        if (n > 0 && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789_-+=.,/:@%") == n) {
+            tunep_buf_puts(&b, arg);
+        } else {
+            tunep_buf_puts(&b, "'");
+            for (const char *p = arg; *p; p++)
+                tunep_buf_puts(&b, *p == '\'' ? "'\\''" : (char[]){*p, '\0'});
+            tunep_buf_puts(&b, "'");
+        }
+        n = 0;
+    }
+    fclose(f);
+    return tunep_buf_take(&b);
+}
+
+/*
+ * Takes the folder's lock, then continues the experiment it holds (when
+ * TUNE_RESUME_EXISTING allows) or creates one. The lock comes first, so of
+ * two controllers started together one creates or resumes and the other is
+ * refused before it reads anything.
+ */
 static tune_status open_storage(struct tune_study *s, tune_error *err)
 {
     if (is_memory(s->cfg.storage))
         return TUNE_OK;
     tune_status st = make_dirs(s->cfg.storage, err);
+    if (!st)
+        st = tunep_store_lock_take(s->cfg.storage, &s->store_lock, err);
     if (st)
         return st;
     struct tunep_store_experiment_row row = {0};
     st = tunep_store_open_experiment(s->cfg.storage, 0, &s->store, &row, err);
+    if (!st && !(s->resume_flags & TUNE_RESUME_EXISTING)) {
+        /* Never report an old sweep's results as this run's. */
+        st = tunep_error_set_at(err, TUNE_EEXIST, s->cfg.storage, 0, 0,
+                                "this folder already holds the experiment '%s': continue it with "
+                                "`tune resume %s`, or choose another folder",
+                                row.name ? row.name : "", s->cfg.storage);
+        tunep_store_close(s->store);
+        s->store = NULL;
+    } else if (!st) {
+        st = tunep_study_resume_store(s, &row, err); /* resume.c */
+    }
     if (st != TUNE_ENOTFOUND) {
-        /* The folder holds this experiment already: continue it (resume.c). */
-        if (!st)
-            st = tunep_study_resume_store(s, &row, err);
         tunep_store_experiment_done(&row);
         return st;
     }
@@ -545,6 +603,8 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
     char *db = tunep_store_file(s->cfg.storage);
     if (!db)
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    char cwd[4096];
+    char *command_line = read_command_line();
     struct tunep_store_experiment exp = {
         .name = s->cfg.name,
         .config_json = s->cfg.json,
@@ -553,8 +613,11 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
         .version = tune_version(),
         .seed = s->cfg.seed,
         .created = tunep_now_wall(),
+        .cwd = getcwd(cwd, sizeof cwd),
+        .command_line = command_line,
     };
     st = tunep_store_create(db, &exp, s->cfg.space, &s->store, err);
+    tunep_free(command_line);
     tunep_free(db);
     return st;
 }
@@ -1198,7 +1261,19 @@ tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, i
     return TUNE_OK;
 }
 
+static tune_status run_sweep(tune_study *s, tune_error *err);
+
 tune_status tune_study_run(tune_study *s, tune_error *err)
+{
+    tune_status st = run_sweep(s, err);
+    if (s) {
+        tunep_store_lock_release(s->store_lock);
+        s->store_lock = NULL;
+    }
+    return st;
+}
+
+static tune_status run_sweep(tune_study *s, tune_error *err)
 {
     if (!s)
         return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");

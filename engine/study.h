@@ -121,6 +121,7 @@ struct tune_study {
 
     pthread_mutex_t lock;
     struct tunep_store *store;
+    struct tunep_store_lock *store_lock; /* held from open_storage() to the end of the run */
     struct tunep_scheduler *sched;
     struct tunep_searcher *searcher; /* NULL for random and grid search */
     int mpi_size;           /* > 1: trials run on MPI ranks 1 .. mpi_size-1 (mpi.c) */

@@ -15,6 +15,11 @@
  *               mode, seed INTEGER, version, created REAL)
  *       One row. seed holds the uint64 seed's bit pattern as a signed 64-bit
  *       integer (a seed >= 2^63 reads as negative in SQL).
+ *   origin (id INTEGER PRIMARY KEY CHECK (id = 1), cwd TEXT, command_line TEXT)
+ *       One row: the working folder and command line of the run that created
+ *       the experiment, which `tune resume` runs trainers from. Added within
+ *       version 1 without a version bump: older files lack the table (read as
+ *       unknown), and older code ignores it.
  *   params (position INTEGER PRIMARY KEY, name TEXT UNIQUE, type, domain,
  *           column_name, type_column)
  *       The space in order. type is "float", "int", "str", "bool" or "mixed"
@@ -115,6 +120,11 @@ static const char schema_sql[] = "CREATE TABLE experiment (\n"
                                  "    seed INTEGER NOT NULL,\n"
                                  "    version TEXT,\n"
                                  "    created REAL\n"
+                                 ");\n"
+                                 "CREATE TABLE origin (\n"
+                                 "    id INTEGER PRIMARY KEY CHECK (id = 1),\n"
+                                 "    cwd TEXT,\n"
+                                 "    command_line TEXT\n"
                                  ");\n"
                                  "CREATE TABLE params (\n"
                                  "    position INTEGER PRIMARY KEY,\n"
@@ -375,6 +385,11 @@ static enum ptype param_kind(const struct tunep_param *p)
         if (p->values[i].type != p->values[0].type)
             return PT_MIXED;
     return (enum ptype)p->values[0].type;
+}
+
+const char *tunep_store_param_kind(const struct tunep_param *p)
+{
+    return ptype_names[param_kind(p)];
 }
 
 static enum ptype ptype_from_name(const char *s, enum ptype fallback)
@@ -730,6 +745,16 @@ static tune_status insert_schema(struct tunep_store *st, const struct tunep_stor
         goto out;
     }
     sqlite3_finalize(s);
+    if ((rs = prepare(st, "INSERT INTO origin (id, cwd, command_line) VALUES (1, ?1, ?2)", 0, &s,
+                      err)))
+        goto out;
+    sqlite3_bind_text(s, 1, exp->cwd, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, exp->command_line, -1, SQLITE_STATIC);
+    if (run_stmt(s) != SQLITE_DONE) {
+        rs = db_fail(st, err, "insert origin");
+        goto out;
+    }
+    sqlite3_finalize(s);
     if ((rs = prepare(st,
                       "INSERT INTO params (position, name, type, domain, column_name, type_column)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -794,6 +819,13 @@ tune_status tunep_store_create(const char *db_path, const struct tunep_store_exp
     if ((rs = check_empty(st, err)) || (rs = insert_schema(st, exp, space, err)) ||
         (rs = exec_sql(st, "COMMIT", "commit schema", err))) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        goto fail;
+    }
+    /* The schema and the experiment go into the database file itself, not
+     * only into the WAL: a lost -wal then costs at most the reports since the
+     * last checkpoint, never the experiment. */
+    if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_FULL, NULL, NULL) != SQLITE_OK) {
+        rs = db_fail(st, err, "checkpoint the new experiment");
         goto fail;
     }
     if ((rs = load_params(st, err)) || (rs = prepare_writes(st, err)))
@@ -880,6 +912,31 @@ static tune_status reopen_immutable_if_needed(struct tunep_store **pst, tune_err
     return TUNE_OK;
 }
 
+/*
+ * SQLite reports a -wal deleted under a running writer as "disk I/O error"
+ * to every later reader: say what happened instead when the -wal is gone
+ * (or empty) and the -shm of a writer is still there.
+ */
+static tune_status explain_lost_wal(const char *db_path, tune_status rs, tune_error *err)
+{
+    if (rs != TUNE_ESTORE)
+        return rs;
+    char *wal = tunep_asprintf("%s-wal", db_path), *shm = tunep_asprintf("%s-shm", db_path);
+    struct stat sb;
+    /* The failed open itself may have made a new, empty -wal. */
+    int wal_gone = wal && (stat(wal, &sb) != 0 ? errno == ENOENT : sb.st_size == 0);
+    if (wal_gone && shm && access(shm, F_OK) == 0)
+        rs = tunep_error_set_at(
+            err, TUNE_ESTORE, db_path, 0, 0,
+            "store: %s-wal was deleted while a run was writing: it cannot be read until that run "
+            "ends (the run still writes the deleted file and folds it in when it ends); if the "
+            "run was killed, %s holds the experiment and the reports up to its last checkpoint",
+            base_name(db_path), base_name(db_path));
+    tunep_free(wal);
+    tunep_free(shm);
+    return rs;
+}
+
 tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_store **ret,
                              tune_error *err)
 {
@@ -895,7 +952,7 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
     if (rs)
         return rs;
     if (readonly && (rs = reopen_immutable_if_needed(&st, err)))
-        return rs;
+        return explain_lost_wal(db_path, rs, err);
     if ((rs = query_int64(st, "PRAGMA application_id", &app_id, err)) ||
         (rs = query_int64(st, "PRAGMA user_version", &version, err)) ||
         (rs = query_int64(st,
@@ -930,7 +987,7 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
     return TUNE_OK;
 fail:
     store_free(st);
-    return rs;
+    return explain_lost_wal(db_path, rs, err);
 }
 
 char *tunep_store_file(const char *dir)
@@ -1385,6 +1442,38 @@ tune_status tunep_store_read_experiment(struct tunep_store *st,
     }
     *ret = row;
     return TUNE_OK;
+}
+
+tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd,
+                                   char **ret_command_line, tune_error *err)
+{
+    *ret_cwd = *ret_command_line = NULL;
+    int64_t has = 0;
+    tune_status rs = query_int64(st,
+                                 "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND"
+                                 " name = 'origin'",
+                                 &has, err);
+    if (rs || !has)
+        return rs; /* a store from before the table: unknown */
+    sqlite3_stmt *s;
+    if ((rs = prepare(st, "SELECT cwd, command_line FROM origin WHERE id = 1", 0, &s, err)))
+        return rs;
+    int nomem = 0;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *ret_cwd = column_strdup(s, 0, &nomem);
+        *ret_command_line = column_strdup(s, 1, &nomem);
+        if (nomem) {
+            tunep_free(*ret_cwd);
+            tunep_free(*ret_command_line);
+            *ret_cwd = *ret_command_line = NULL;
+            rs = oom(st, err);
+        }
+    } else if (rc != SQLITE_DONE) {
+        rs = db_fail(st, err, "read origin");
+    }
+    sqlite3_finalize(s);
+    return rs;
 }
 
 void tunep_store_experiment_done(struct tunep_store_experiment_row *row)

@@ -29,6 +29,8 @@ struct tunep_store_experiment {
     const char *version;     /* tune_version() */
     uint64_t seed;
     double created;          /* Unix time */
+    const char *cwd;         /* the creating run's working folder, or NULL */
+    const char *command_line;/* its command line, or NULL */
 };
 
 /*
@@ -80,6 +82,8 @@ const char *const *tunep_store_param_names(const struct tunep_store *st, size_t 
 /* Parameter i's params.type ("float", "int", "str", "bool", "mixed") and params.domain
  * ("loguniform", "choice", ...; NULL when not recorded); borrowed, valid until close. */
 const char *tunep_store_param_type(const struct tunep_store *st, size_t i);
+/* The type a parameter of a space would be stored with ("float", "int", ..., "mixed"). */
+const char *tunep_store_param_kind(const struct tunep_param *p);
 const char *tunep_store_param_domain(const struct tunep_store *st, size_t i);
 
 /* ---- reading back -------------------------------------------------------- */
@@ -93,6 +97,12 @@ struct tunep_store_experiment_row {
 tune_status tunep_store_read_experiment(struct tunep_store *st,
                                         struct tunep_store_experiment_row *ret, tune_error *err);
 void tunep_store_experiment_done(struct tunep_store_experiment_row *row);
+/*
+ * The working folder and command line of the run that created the experiment
+ * (tunep_free each); both NULL for a store made before they were recorded.
+ */
+tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd,
+                                   char **ret_command_line, tune_error *err);
 /*
  * Opens the experiment in the folder dir (read-only or not) and, when ret_row
  * is not NULL, reads its experiment row: what `tune status`, `tune report`,

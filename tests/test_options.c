@@ -278,8 +278,19 @@ START_TEST(rerun_resumes)
     tune_study *s = NULL;
     tune_error err;
     for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            /* Without TUNE_RESUME_EXISTING the finished experiment is not reused. */
+            ck_assert_int_eq(tune_study_new(&o, sp, &s, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_set_objective(s, counting_objective, &calls, &err),
+                             TUNE_OK);
+            ck_assert_int_eq(tune_study_run(s, &err), TUNE_EEXIST);
+            ck_assert_ptr_nonnull(strstr(err.text, "tune resume"));
+            tune_study_free(s);
+            ck_assert_int_eq(calls, 6);
+        }
         ck_assert_int_eq(tune_study_new(&o, sp, &s, &err), TUNE_OK);
         ck_assert_int_eq(tune_study_set_objective(s, counting_objective, &calls, &err), TUNE_OK);
+        ck_assert_int_eq(tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING, &err), TUNE_OK);
         ck_assert_msg(tune_study_run(s, &err) == TUNE_OK, "%s", err.text);
         int64_t c[TUNE_TRIAL_STATUS_COUNT];
         tune_study_counts(s, c);
@@ -291,6 +302,7 @@ START_TEST(rerun_resumes)
     o.num_samples = 7;
     ck_assert_int_eq(tune_study_new(&o, sp, &s, &err), TUNE_OK);
     ck_assert_int_eq(tune_study_set_objective(s, counting_objective, &calls, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING, &err), TUNE_OK);
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
     ck_assert_ptr_nonnull(strstr(err.text, "another config"));
     tune_study_free(s);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "store/lock.h"
 #include "store/store.h"
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -540,6 +541,88 @@ START_TEST(test_open_experiment)
     char *file = tunep_store_file(tmpdir);
     ck_assert_str_eq(file, db_path);
     tunep_free(file);
+}
+END_TEST
+
+/* Where the experiment started: recorded at creation; a store from before the table opens. */
+START_TEST(test_origin)
+{
+    struct tunep_store_experiment exp = exp1;
+    exp.cwd = "/home/me/proj";
+    exp.command_line = "tune run 'my sweep.json' --storage out";
+    struct tunep_store *st = NULL;
+    OK(tunep_store_create(db_path, &exp, &space5, &st, E));
+    tunep_store_close(st);
+    st = NULL;
+    char *cwd = NULL, *cmd = NULL;
+    OK(tunep_store_open_experiment(tmpdir, 1, &st, NULL, E));
+    OK(tunep_store_read_origin(st, &cwd, &cmd, E));
+    ck_assert_str_eq(cwd, exp.cwd);
+    ck_assert_str_eq(cmd, exp.command_line);
+    tunep_free(cwd);
+    tunep_free(cmd);
+    tunep_store_close(st);
+    st = NULL;
+
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE origin", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    struct tunep_store_experiment_row row = {0};
+    OK(tunep_store_open_experiment(tmpdir, 0, &st, &row, E));
+    ck_assert_str_eq(row.name, exp1.name);
+    tunep_store_experiment_done(&row);
+    cwd = cmd = (char *)"unset";
+    OK(tunep_store_read_origin(st, &cwd, &cmd, E));
+    ck_assert_ptr_null(cwd);
+    ck_assert_ptr_null(cmd);
+    tunep_store_close(st);
+}
+END_TEST
+
+/* Right after creation the database file alone holds the experiment: a lost -wal cannot lose it. */
+START_TEST(test_created_without_wal)
+{
+    struct tunep_store *st = create5(); /* kept open: nothing is checkpointed at close yet */
+    char copy_dir[600], copy[700];
+    snprintf(copy_dir, sizeof copy_dir, "%s/copy", tmpdir);
+    ck_assert_int_eq(mkdir(copy_dir, 0777), 0);
+    snprintf(copy, sizeof copy, "%s/experiment.db", copy_dir);
+    FILE *in = fopen(db_path, "rb"), *out = fopen(copy, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    struct tunep_store *st2 = NULL;
+    struct tunep_store_experiment_row row = {0};
+    OK(tunep_store_open_experiment(copy_dir, 1, &st2, &row, E));
+    ck_assert_str_eq(row.name, exp1.name);
+    tunep_store_experiment_done(&row);
+    tunep_store_close(st2);
+    tunep_store_close(st);
+}
+END_TEST
+
+/* One holder at a time, also within one process (open-file-description locks). */
+START_TEST(test_lock)
+{
+    struct tunep_store_lock *a = NULL, *b = NULL;
+    tune_error err;
+    OK(tunep_store_lock_take(tmpdir, &a, E));
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(tunep_store_lock_take(tmpdir, &b, &err), TUNE_EBUSY);
+    ck_assert_ptr_null(b);
+    char want[64];
+    snprintf(want, sizeof want, "(pid %ld on host ", (long)getpid());
+    ck_assert_msg(strstr(err.text, want), "%s", err.text);
+    ck_assert_str_eq(err.source, tmpdir);
+    tunep_store_lock_release(a);
+    OK(tunep_store_lock_take(tmpdir, &b, E));
+    tunep_store_lock_release(b);
 }
 END_TEST
 
@@ -1077,6 +1160,9 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_open_missing);
     tcase_add_test(tc, test_open_experiment);
     tcase_add_test(tc, test_open_unreachable_folder);
+    tcase_add_test(tc, test_origin);
+    tcase_add_test(tc, test_lock);
+    tcase_add_test(tc, test_created_without_wal);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_visibility);
     tcase_add_test(tc, test_crash);

@@ -283,8 +283,15 @@ START_TEST(store_run_reopened)
     counts(s, c);
     tune_study_free(s);
 
-    /* Running again into the same folder resumes it: everything is finished already. */
+    /* Running again into the same folder is refused: an old sweep is never reused unasked. */
     s = study_from(json);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_EEXIST);
+    ck_assert_ptr_nonnull(strstr(err.text, "tune resume"));
+    tune_study_free(s);
+
+    /* With TUNE_RESUME_EXISTING it resumes: everything is finished already. */
+    s = study_from(json);
+    ck_assert_int_eq(tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING, &err), TUNE_OK);
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
     counts(s, c2);
     for (int i = 0; i < TUNE_TRIAL_STATUS_COUNT; i++)
@@ -298,8 +305,25 @@ START_TEST(store_run_reopened)
     ck_assert_ptr_nonnull(ns);
     memcpy(ns, "\"num_samples\": 13", 17);
     s = study_from(other);
+    ck_assert_int_eq(tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING, &err), TUNE_OK);
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
     ck_assert_ptr_nonnull(strstr(err.text, "another config"));
+    tune_study_free(s);
+
+    /* Not even with TUNE_RESUME_FORCE may a parameter change its type: the
+     * store's column keeps it, and the values would be exported wrongly. */
+    char retyped[1200];
+    const char *lr = strstr(json, "{\"loguniform\": [1e-5, 1e-2]}");
+    ck_assert_ptr_nonnull(lr);
+    snprintf(retyped, sizeof retyped, "%.*s{\"randint\": [1, 100]}%s", (int)(lr - json), json,
+             lr + strlen("{\"loguniform\": [1e-5, 1e-2]}"));
+    s = study_from(retyped);
+    ck_assert_int_eq(
+        tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING | TUNE_RESUME_FORCE, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
+    ck_assert_msg(strstr(err.text, "param_space.lr: the stored experiment has it as float, this "
+                                   "config as int"),
+                  "%s", err.text);
     tune_study_free(s);
 
     char path[1200];
@@ -671,6 +695,70 @@ START_TEST(duplicate_metric_refused)
 }
 END_TEST
 
+/* A second controller of the same folder, started from inside the first one's objective. */
+struct second_run {
+    char path[1100];
+    tune_status st, st_open, st_resume;
+    tune_error err;
+    int tried;
+};
+
+static tune_status obj_second_controller(tune_trial *t, void *ud)
+{
+    struct second_run *sr = ud;
+    if (!sr->tried) {
+        sr->tried = 1;
+        tune_study *s2 = NULL;
+        tune_error e;
+        ck_assert_int_eq(tune_study_resume(sr->path, 0, &s2, &e), TUNE_OK);
+        tune_study_set_objective(s2, obj_constant, NULL, NULL);
+        sr->st = tune_study_run(s2, &sr->err);
+        tune_study_free(s2);
+        /* Readers stay allowed while the run holds the folder. */
+        sr->st_open = tune_study_open(sr->path, &s2, &e);
+        tune_study_free(s2);
+    }
+    return obj_constant(t, NULL);
+}
+
+START_TEST(one_controller_per_folder)
+{
+    char *dir = tune_test_mkdtemp();
+    struct second_run sr = {0};
+    snprintf(sr.path, sizeof sr.path, "%s/exp", dir);
+    char json[1400];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 4, \"seed\": 1, \"storage\": \"%s\","
+             " \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}",
+             sr.path);
+    tune_study *s = study_from(json);
+    tune_study_set_objective(s, obj_second_controller, &sr, NULL);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
+    ck_assert_int_eq(sr.tried, 1);
+    ck_assert_int_eq(sr.st, TUNE_EBUSY);
+    ck_assert_msg(strstr(sr.err.text, "another tune run is using this experiment folder (pid ") &&
+                      strstr(sr.err.text, "tune resume"),
+                  "%s", sr.err.text);
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld on host ", (long)getpid());
+    ck_assert_msg(strstr(sr.err.text, pid), "%s", sr.err.text);
+    ck_assert_int_eq(sr.st_open, TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 4);
+    tune_study_free(s);
+
+    /* The lock ends with the run: the folder can be resumed at once. */
+    ck_assert_int_eq(tune_study_resume(sr.path, 0, &s, &err), TUNE_OK);
+    tune_study_set_objective(s, obj_constant, NULL, NULL);
+    ck_assert_msg(tune_study_run(s, &err) == TUNE_OK, "%s", err.text);
+    tune_study_free(s);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *study_suite(void)
 {
     Suite *s = suite_create("study");
@@ -691,6 +779,7 @@ static Suite *study_suite(void)
     tcase_add_test(tc, errors_carry_details);
     tcase_add_test(tc, duplicate_metric_refused);
     tcase_add_test(tc, resume_errored_retries_error_trials);
+    tcase_add_test(tc, one_controller_per_folder);
     suite_add_tcase(s, tc);
     return s;
 }

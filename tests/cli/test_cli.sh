@@ -106,12 +106,16 @@ assert set(r["status"]) <= {"TERMINATED", "STOPPED"}
 PY
 fi
 
-# --- running into the same folder resumes; another config is refused ------------
+# --- a second run into the same folder is refused; --resume continues it ---------
 cp "$res" "$tmp/res_before.csv"
-expect_rc 0 "second run into the same folder resumes" "$TUNE" run "$SRC/configs/examples/quickstart.json" --storage "$exp" --quiet
+expect_rc 2 "second run into the same folder" "$TUNE" run "$SRC/configs/examples/quickstart.json" --storage "$exp" --quiet
+grep -qF "already holds the experiment 'quickstart': continue it with \`tune resume $exp\`" "$tmp/err" &&
+    ok "refusal names tune resume" || fail "refusal message: $(cat "$tmp/err")"
+cmp -s "$res" "$tmp/res_before.csv" && ok "a refused run leaves results.csv alone" || fail "refused run changed results.csv"
+expect_rc 0 "run --resume into the same folder resumes" "$TUNE" run "$SRC/configs/examples/quickstart.json" --storage "$exp" --quiet --resume
 cmp -s <(cut -d, -f1-8 "$res") <(cut -d, -f1-8 "$tmp/res_before.csv") && ok "resume of a finished sweep changes nothing" || fail "resume changed results.csv"
 sed 's/"num_samples": 200/"num_samples": 300/' "$SRC/configs/examples/quickstart.json" >"$tmp/q300.json"
-expect_rc 2 "another config into the same folder" "$TUNE" run "$tmp/q300.json" --storage "$exp" --quiet
+expect_rc 2 "another config into the same folder" "$TUNE" run "$tmp/q300.json" --storage "$exp" --quiet --resume
 grep -q "holds an experiment with another config" "$tmp/err" && ok "refusal message" || fail "refusal message: $(cat "$tmp/err")"
 expect_rc 0 "resume DIR" "$TUNE" resume "$exp" --quiet
 

@@ -22,8 +22,9 @@ exp="$tmp/exp"
 RANDOM=42
 kills=0
 for i in $(seq 20); do
-    # `tune run` into the folder resumes it, also when a kill came while it was being created.
-    "$TUNE" run "$tmp/c.json" --storage "$exp" --quiet >/dev/null 2>"$tmp/err" &
+    # `tune run --resume` continues the folder, also when a kill came while it was
+    # being created; the killed run's lock is gone at once.
+    "$TUNE" run "$tmp/c.json" --storage "$exp" --quiet --resume >/dev/null 2>"$tmp/err" &
     pid=$!
     sleep "0.$((RANDOM % 4 + 1))$((RANDOM % 10))"
     if kill -KILL $pid 2>/dev/null; then kills=$((kills + 1)); fi

@@ -11,6 +11,8 @@
  * ends the process. A third, for when even that cannot get through, ends it
  * from the handler.
  */
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -153,7 +155,10 @@ static int run_study(tune_study *study, int quiet)
         show_progress(job.study, tty, 1);
     if (job.st) {
         cli_print_error(&job.err);
-        code = job.st == TUNE_ECONFIG ? CLI_USAGE : CLI_FAILED;
+        /* Nothing ran: a config to fix, or a folder in use or already used. */
+        code = job.st == TUNE_ECONFIG || job.st == TUNE_EEXIST || job.st == TUNE_EBUSY
+                   ? CLI_USAGE
+                   : CLI_FAILED;
     }
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(job.study, c);
@@ -191,25 +196,32 @@ static int run_study(tune_study *study, int quiet)
             printf("results: %s/results.csv, %s/progress.csv%s%s%s\n", dir, dir, report ? ", " : "",
                    report ? dir : "", report ? "/report.html" : "");
     }
+    /* Said last, so it is what an interrupted user reads. */
+    if (job.st == TUNE_EINTERRUPTED && strcmp(dir, ":memory:") != 0) {
+        fflush(stdout);
+        fprintf(stderr, "tune: continue with `tune resume %s`\n", dir);
+    }
     tune_study_free(job.study);
     return code;
 }
 
-/* Parses --resume-errored and --force into flags; 1 if argv[i] was one. */
+/* Parses --resume, --resume-errored and --force into flags; 1 if argv[i] was one. */
 static int resume_flag(const char *arg, unsigned *flags)
 {
     if (strcmp(arg, "--resume-errored") == 0)
         *flags |= TUNE_RESUME_ERRORED;
     else if (strcmp(arg, "--force") == 0)
         *flags |= TUNE_RESUME_FORCE;
+    else if (strcmp(arg, "--resume") == 0)
+        *flags |= TUNE_RESUME_EXISTING;
     else
         return 0;
     return 1;
 }
 
 static const char resume_help[] =
-    "If DIR already holds this experiment, the sweep continues: finished trials are\n"
-    "kept, interrupted ones run again, the rest are drawn from the same sequence.\n"
+    "Resuming keeps finished trials, runs interrupted ones again and draws the rest\n"
+    "from the same sequence. Only one tune run or resume may use DIR at a time.\n"
     "  --resume-errored    give ERROR trials another max_failures + 1 attempts, from\n"
     "                      their last checkpoint if they saved one, else from the start\n"
     "  --force             continue even if the config differs from the stored one\n"
@@ -248,10 +260,13 @@ int cli_run(int argc, char **argv)
     unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume-errored] "
-                   "[--force] [--trials-per-rank N]\n"
+            printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume] "
+                   "[--resume-errored] [--force] [--trials-per-rank N]\n"
                    "Runs the sweep; results go to DIR (default: the config's storage, or\n"
-                   "tune_results/<name>): experiment.db, results.csv, progress.csv.\n%s",
+                   "tune_results/<name>): experiment.db, results.csv, progress.csv.\n"
+                   "A DIR that already holds an experiment is refused: continue it with\n"
+                   "`tune resume DIR`, or choose another DIR.\n"
+                   "  --resume            continue the experiment in DIR if there is one\n%s",
                    resume_help);
             return CLI_OK;
         } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
@@ -333,6 +348,29 @@ int cli_resume(int argc, char **argv)
         return CLI_USAGE;
     }
     tune_set_log_callback(log_to_stderr, quiet ? TUNE_LOG_ERROR : TUNE_LOG_WARN, NULL);
+    /* The folder is named absolutely before changing into the one the
+     * experiment started in, where its config's relative paths point. */
+    char absdir[PATH_MAX];
+    if (realpath(dir, absdir))
+        dir = absdir;
+    char *origin = NULL;
+    if (tune_study_origin(dir, &origin, NULL, NULL) == TUNE_OK && origin) {
+        char here[PATH_MAX];
+        if (!getcwd(here, sizeof here) || strcmp(here, origin) != 0) {
+            if (chdir(origin) == 0) {
+                if (!quiet)
+                    fprintf(stderr, "tune: running trainers from %s, where the experiment "
+                                    "started\n", origin);
+            } else {
+                fprintf(stderr,
+                        "tune: warning: %s, the folder the experiment started in, cannot be "
+                        "entered (%s): relative paths in its config are taken from the current "
+                        "folder\n",
+                        origin, strerror(errno));
+            }
+        }
+    }
+    tune_free(origin);
     tune_study *study = NULL;
     tune_error err;
     tune_status st = tune_study_resume(dir, flags, &study, &err);

@@ -40,7 +40,9 @@ int cli_exit_code(tune_status st)
         case TUNE_OK: return CLI_OK;
         case TUNE_ECONFIG:
         case TUNE_EINVAL:
-        case TUNE_ENOTFOUND: return CLI_USAGE;
+        case TUNE_ENOTFOUND:
+        case TUNE_EEXIST:
+        case TUNE_EBUSY: return CLI_USAGE;
         default: return CLI_FAILED;
     }
 }
