@@ -156,9 +156,8 @@ static int run_study(tune_study *study, int quiet)
     if (job.st) {
         cli_print_error(&job.err);
         /* Nothing ran: a config to fix, or a folder in use or already used. */
-        code = job.st == TUNE_ECONFIG || job.st == TUNE_EEXIST || job.st == TUNE_EBUSY
-                   ? CLI_USAGE
-                   : CLI_FAILED;
+        code = job.st == TUNE_ECONFIG || job.st == TUNE_EEXIST || job.st == TUNE_EBUSY ? CLI_USAGE
+                                                                                       : CLI_FAILED;
     }
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(job.study, c);
@@ -359,8 +358,10 @@ int cli_resume(int argc, char **argv)
         if (!getcwd(here, sizeof here) || strcmp(here, origin) != 0) {
             if (chdir(origin) == 0) {
                 if (!quiet)
-                    fprintf(stderr, "tune: running trainers from %s, where the experiment "
-                                    "started\n", origin);
+                    fprintf(stderr,
+                            "tune: running trainers from %s, where the experiment "
+                            "started\n",
+                            origin);
             } else {
                 fprintf(stderr,
                         "tune: warning: %s, the folder the experiment started in, cannot be "
