@@ -487,19 +487,39 @@ START_TEST(test_open_unreachable_folder)
     ck_assert_int_eq(tunep_store_open_experiment(path, 1, &st, NULL, &err), TUNE_EIO);
     ck_assert_str_eq(err.text, "cannot open: Not a directory");
     ck_assert_ptr_null(st);
-    /* Permissions bind only a user other than root. */
-    if (geteuid() == 0)
-        return;
-    snprintf(path, sizeof path, "%s/locked", tmpdir);
-    ck_assert_int_eq(mkdir(path, 0555), 0);
-    char db[700];
-    snprintf(db, sizeof db, "%s/experiment.db", path);
-    ck_assert_int_eq(tunep_store_create(db, &exp1, &space5, &st, &err), TUNE_EIO);
-    ck_assert_str_eq(err.text, "cannot create: Permission denied");
-    ck_assert_int_eq(chmod(path, 0), 0);
-    ck_assert_int_eq(tunep_store_open_experiment(path, 1, &st, NULL, &err), TUNE_EIO);
-    ck_assert_str_eq(err.text, "cannot open: Permission denied");
-    ck_assert_int_eq(chmod(path, 0755), 0);
+    /* Permissions bind only a user other than root: as root (CI), the rest
+     * runs in a child that has become nobody, in a folder anyone may enter. */
+    char *open_dir = tune_test_mkdtemp();
+    ck_assert_ptr_nonnull(open_dir);
+    ck_assert_int_eq(chmod(open_dir, 0777), 0);
+    int as_root = geteuid() == 0;
+    pid_t pid = as_root ? fork() : 0;
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (as_root && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(3);
+        int bad = 0;
+        snprintf(path, sizeof path, "%s/locked", open_dir);
+        bad |= mkdir(path, 0555) != 0;
+        char db[700];
+        snprintf(db, sizeof db, "%s/experiment.db", path);
+        bad |= tunep_store_create(db, &exp1, &space5, &st, &err) != TUNE_EIO ||
+               strcmp(err.text, "cannot create: Permission denied") != 0;
+        bad |= chmod(path, 0) != 0;
+        bad |= tunep_store_open_experiment(path, 1, &st, NULL, &err) != TUNE_EIO ||
+               strcmp(err.text, "cannot open: Permission denied") != 0;
+        bad |= chmod(path, 0755) != 0;
+        if (as_root)
+            _exit(bad ? 1 : 0);
+        ck_assert_int_eq(bad, 0);
+    } else {
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "as nobody: permission errors not as expected (status %d)", status);
+    }
+    tune_test_rmtree(open_dir);
+    free(open_dir);
 }
 END_TEST
 
