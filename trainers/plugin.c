@@ -194,9 +194,8 @@ static tune_status probe(const struct plugin_config *cfg, const char *source, tu
         memset(&e, 0, sizeof e);
         e.code = load(&tmp, source, &e);
         ssize_t n = write(fds[1], &e, sizeof e);
-        _exit(n == (ssize_t)sizeof e
-                  ? 0
-                  : 1); /* the forked child, never the caller's process: exit-lint-ok */
+        int code = n == (ssize_t)sizeof e ? 0 : 1;
+        _exit(code); /* the forked child, never the caller's process: exit-lint-ok */
     }
     close(fds[1]);
     tune_error e;
