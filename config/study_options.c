@@ -11,6 +11,7 @@
  * only when it is unchanged). No JSON text is written or parsed on the way.
  */
 #include "config/study_options.h"
+#include "base/text.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -51,32 +52,6 @@ void tune_options_default(tune_options *o)
     tunep_config_done(&c);
 }
 
-/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF), as jansson wants. */
-static int valid_utf8(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p++;
-        int n = c < 0x80                 ? 0
-                : c >= 0xC2 && c <= 0xDF ? 1
-                : c >= 0xE0 && c <= 0xEF ? 2
-                : c >= 0xF0 && c <= 0xF4 ? 3
-                                         : -1;
-        if (n < 0)
-            return 0;
-        unsigned cp = n == 0 ? c : c & (0x3Fu >> n);
-        for (int i = 0; i < n; i++, p++) {
-            if ((*p & 0xC0) != 0x80)
-                return 0;
-            cp = cp << 6 | (*p & 0x3Fu);
-        }
-        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
-    }
-    return 1;
-}
-
 /* Sets obj[key] = v (stolen; NULL means out of memory). */
 static tune_status put(const struct tunep_cfgctx *ctx, json_t *obj, const char *key, json_t *v)
 {
@@ -88,7 +63,7 @@ static tune_status put(const struct tunep_cfgctx *ctx, json_t *obj, const char *
 static tune_status put_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                               json_t *obj, const char *key, const char *value)
 {
-    if (!valid_utf8(value)) {
+    if (!tunep_utf8_valid(value)) {
         tunep_cfgpath_push_key(path, key);
         tune_status st = tunep_cfg_error(ctx, path, 0, "expected UTF-8 text");
         tunep_cfgpath_pop(path);
