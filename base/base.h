@@ -55,7 +55,7 @@ char *tunep_asprintf(const char *fmt, ...) TUNEP_PRINTF(1, 2);
 struct tunep_buf {
     char *data; /* NUL-terminated when len > 0 */
     size_t len, cap;
-    int oom;    /* set once an append failed: later appends are no-ops */
+    int oom; /* set once an append failed: later appends are no-ops */
 };
 void tunep_buf_init(struct tunep_buf *b);
 void tunep_buf_done(struct tunep_buf *b);
@@ -104,7 +104,7 @@ uint64_t tunep_trial_seed(uint64_t study_seed, int64_t trial_id, enum tunep_rng_
  * none for values it parsed) and where to put the error.
  */
 struct tunep_cfgctx {
-    const char *text;   /* the whole JSON document */
+    const char *text; /* the whole JSON document */
     size_t len;
     const char *source; /* file name or "<string>" */
     tune_error *err;

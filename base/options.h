@@ -80,26 +80,28 @@ struct tunep_opt_pos {
 };
 
 struct tunep_option {
-    const char *name;            /* the key; NULL ends a table */
+    const char *name; /* the key; NULL ends a table */
     enum tunep_opt_type type;
-    size_t offset;               /* of the field in the struct */
-    double lo, hi;               /* numbers: the range; STRING, TEXT, NAME: see above */
-    double def;                  /* the default of BOOL, INT, INT64, NUMBER, CHOICE, REAL,
-                                  * REAL_GT and WHOLE */
-    const char *def_text;        /* the default of STRING, TEXT and NAME; NULL: none */
-    const char *const *choices;  /* CHOICE: the accepted strings, NULL-terminated */
+    size_t offset;                  /* of the field in the struct */
+    double lo, hi;                  /* numbers: the range; STRING, TEXT, NAME: see above */
+    double def;                     /* the default of BOOL, INT, INT64, NUMBER, CHOICE, REAL,
+                                     * REAL_GT and WHOLE */
+    const char *def_text;           /* the default of STRING, TEXT and NAME; NULL: none */
+    const char *const *choices;     /* CHOICE: the accepted strings, NULL-terminated */
     const struct tunep_option *sub; /* OBJECT: the nested table; TUPLE: one row per element */
-    const char *expected;        /* OBJECT, ARGV, ENV, TUPLE, MUTATIONS: what to say of a value
-                                  * of the wrong kind,
-                                  * e.g. "an object such as {\"layers\": 2}" */
-    size_t pos_offset;           /* 0, or 1 + the offset of a struct tunep_opt_pos that receives
-                                  * the value's position (for errors found later) */
+    const char *expected;           /* OBJECT, ARGV, ENV, TUPLE, MUTATIONS: what to say of a value
+                                     * of the wrong kind,
+                                     * e.g. "an object such as {\"layers\": 2}" */
+    size_t pos_offset;              /* 0, or 1 + the offset of a struct tunep_opt_pos that receives
+                                     * the value's position (for errors found later) */
 };
 
 /* Shorthands for table rows: TUNEP_OPT_ROW_INT("epochs", struct cfg, epochs, 1, 1000, 3). */
-#define TUNEP_OPT_ROW(name_, type_, st, field, lo_, hi_, def_)                                    \
-    {.name = (name_), .type = (type_), .offset = offsetof(st, field), .lo = (lo_), .hi = (hi_),   \
-     .def = (def_)}
+#define TUNEP_OPT_ROW(name_, type_, st, field, lo_, hi_, def_)                                     \
+    {                                                                                              \
+        .name = (name_), .type = (type_), .offset = offsetof(st, field), .lo = (lo_), .hi = (hi_), \
+        .def = (def_)                                                                              \
+    }
 
 /*
  * A failure found by a component's own check of its parsed section (a rule

@@ -24,8 +24,8 @@ struct tunep_trainer_check_ctx {
     size_t n_params;
     /* The smallest and largest value parameter name can take when all are numbers: 0, or
      * -1 (no such parameter, or not only numbers). NULL: not known. */
-    int (*param_range)(const struct tunep_trainer_check_ctx *ctx, const char *name,
-                       double *ret_lo, double *ret_hi);
+    int (*param_range)(const struct tunep_trainer_check_ctx *ctx, const char *name, double *ret_lo,
+                       double *ret_hi);
     const void *space;  /* for param_range */
     const char *source; /* the config's name, for warnings; NULL: unknown */
 };

@@ -41,7 +41,8 @@ static tune_status trivial(tune_trial *t, void *ud)
     for (int i = 0; i < 3; i++)
         if (strcmp(act, cats[i]) == 0)
             ci = i;
-    double v = x * x + (log10(lr) + 3.0) * (log10(lr) + 3.0) + ci + (double)((n - 32) * (n - 32)) / 1000.0;
+    double v =
+        x * x + (log10(lr) + 3.0) * (log10(lr) + 3.0) + ci + (double)((n - 32) * (n - 32)) / 1000.0;
     for (int r = 0; r < reports_per_trial; r++) {
         tune_status st = tune_trial_report_metric(t, "value", v, NULL);
         if (st == TUNE_ESTOP)

@@ -88,7 +88,8 @@ static tune_status check_keys(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
  * known (check_trainer()).
  */
 static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                                 const json_t *obj, const struct tunep_trainer_type *const *trainers,
+                                 const json_t *obj,
+                                 const struct tunep_trainer_type *const *trainers,
                                  struct tunep_config *c)
 {
     struct tunep_buf names;
@@ -97,7 +98,10 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
     while (trainers && trainers[n])
         n++;
     for (size_t i = 0; i < n; i++)
-        tunep_buf_printf(&names, "%s\"%s\"", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+        tunep_buf_printf(&names, "%s\"%s\"",
+                         i == 0       ? ""
+                         : i + 1 == n ? " or "
+                                      : ", ",
                          trainers[i]->name);
     const char *expected = names.data ? names.data : "a registered trainer";
     tune_status st = TUNE_OK;
@@ -106,10 +110,12 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
         st = tunep_cfg_error(ctx, path, 0, "expected an object such as {\"type\": \"synthetic\"}");
     } else if (!type) {
         st = tunep_cfg_error(ctx, path, 0, "missing key 'type' (expected %s)", expected);
-    } else if (!json_is_string(type) || !(c->trainer_name = tunep_strdup(json_string_value(type)))) {
+    } else if (!json_is_string(type) ||
+               !(c->trainer_name = tunep_strdup(json_string_value(type)))) {
         tunep_cfgpath_push_key(path, "type");
-        st = json_is_string(type) ? tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory")
-                                  : tunep_cfg_error(ctx, path, 0, "expected a string: %s", expected);
+        st = json_is_string(type)
+                 ? tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory")
+                 : tunep_cfg_error(ctx, path, 0, "expected a string: %s", expected);
         tunep_cfgpath_pop(path);
     }
     if (st || !trainers) {
@@ -128,7 +134,8 @@ static tune_status parse_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
         return st;
     }
     tunep_buf_done(&names);
-    if (!(c->trainer_cfg = tunep_calloc(1, c->trainer->config_size ? c->trainer->config_size : 1)) ||
+    if (!(c->trainer_cfg =
+              tunep_calloc(1, c->trainer->config_size ? c->trainer->config_size : 1)) ||
         tunep_options_default(c->trainer->options, c->trainer_cfg))
         return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
     static const char *const type_key[] = {"type", NULL};
@@ -243,7 +250,8 @@ static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_
 {
     static const char *const keys[] = {"cpu", "gpu"};
     if (!json_is_object(obj))
-        return tunep_cfg_error(ctx, path, 0, "expected an object such as {\"cpu\": 2, \"gpu\": 0.25}");
+        return tunep_cfg_error(ctx, path, 0,
+                               "expected an object such as {\"cpu\": 2, \"gpu\": 0.25}");
     tune_status st = check_keys(ctx, path, obj, keys, 2);
     const char *key;
     json_t *v;
@@ -319,9 +327,23 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                              struct tunep_config *c)
 {
     static const char *const known[] = {
-        "name",    "metric", "mode",      "num_samples", "seed", "max_concurrent_trials",
-        "param_space", "search", "scheduler", "trainer",  "stop", "max_failures", "storage",
-        "isolation", "trial_timeout_s", "checkpoint_frequency", "resources_per_trial",
+        "name",
+        "metric",
+        "mode",
+        "num_samples",
+        "seed",
+        "max_concurrent_trials",
+        "param_space",
+        "search",
+        "scheduler",
+        "trainer",
+        "stop",
+        "max_failures",
+        "storage",
+        "isolation",
+        "trial_timeout_s",
+        "checkpoint_frequency",
+        "resources_per_trial",
         "fail_fast",
     };
     struct tunep_cfgpath path = {.depth = 0};
@@ -338,8 +360,8 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         if (strcmp(key, "name") == 0) {
             st = tunep_config_read_string(ctx, &path, v, 128, &c->name);
             if (!st && !valid_name(c->name))
-                st = tunep_cfg_error(ctx, &path, 0,
-                                     "expected letters, digits, '_', '-' or '.' (it names a folder)");
+                st = tunep_cfg_error(
+                    ctx, &path, 0, "expected letters, digits, '_', '-' or '.' (it names a folder)");
         } else if (strcmp(key, "metric") == 0) {
             st = tunep_config_read_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
             if (!st && metric_reserved(c->metric))
@@ -398,8 +420,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
             st = parse_stop(ctx, &path, v, c);
         } else if (strcmp(key, "param_space") == 0) {
             if (given_space)
-                st = tunep_cfg_error(ctx, &path, 1,
-                                     "not allowed when the space is built in code");
+                st = tunep_cfg_error(ctx, &path, 1, "not allowed when the space is built in code");
             else if (!json_is_object(v))
                 st = tunep_cfg_error(ctx, &path, 0, "expected an object of parameters");
             else
@@ -422,10 +443,9 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     }
     if ((double)grid * (double)c->num_samples > (double)TUNEP_MAX_TRIALS) {
         tunep_cfgpath_push_key(&path, "num_samples");
-        st = tunep_cfg_error(ctx, &path, 0,
-                             "%llu grid points x %lld samples exceeds the limit of %lld trials",
-                             (unsigned long long)grid, (long long)c->num_samples,
-                             (long long)TUNEP_MAX_TRIALS);
+        st = tunep_cfg_error(
+            ctx, &path, 0, "%llu grid points x %lld samples exceeds the limit of %lld trials",
+            (unsigned long long)grid, (long long)c->num_samples, (long long)TUNEP_MAX_TRIALS);
         tunep_cfgpath_pop(&path);
         return st;
     }

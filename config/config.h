@@ -14,9 +14,9 @@
 #include "search/searcher.h"
 #include "search/space.h"
 
-#define TUNEP_MAX_SAMPLES 100000000LL  /* num_samples; the grid multiplies it */
-#define TUNEP_MAX_TRIALS 1000000000LL  /* grid points x num_samples */
-#define TUNEP_MAX_CONCURRENT 4096
+#define TUNEP_MAX_SAMPLES      100000000LL  /* num_samples; the grid multiplies it */
+#define TUNEP_MAX_TRIALS       1000000000LL /* grid points x num_samples */
+#define TUNEP_MAX_CONCURRENT   4096
 #define TUNEP_MAX_CONFIG_BYTES (16u << 20)
 
 enum tunep_search_algo {
@@ -44,16 +44,16 @@ struct tunep_stop_config {
 struct tunep_config {
     char *name;
     char *metric;
-    int mode_max;                 /* 1 for "max", 0 for "min" */
+    int mode_max; /* 1 for "max", 0 for "min" */
     int64_t num_samples;
     uint64_t seed;
     int seed_given;
     int max_concurrent;
-    int max_failures;             /* -1: retry forever */
-    int fail_fast;                /* the first trial that ends in ERROR stops the sweep */
-    tune_space *space;            /* owned */
+    int max_failures;  /* -1: retry forever */
+    int fail_fast;     /* the first trial that ends in ERROR stops the sweep */
+    tune_space *space; /* owned */
     enum tunep_search_algo search;
-    struct tunep_tpe_config tpe;  /* tpe and bohb */
+    struct tunep_tpe_config tpe; /* tpe and bohb */
     struct tunep_gp_config gp;
     struct tunep_qmc_config qmc;  /* sobol and lhs */
     int64_t checkpoint_frequency; /* ask for a checkpoint every n iterations; 0: never */
@@ -61,15 +61,15 @@ struct tunep_config {
     /* The "trainer" section: its row, found by "type" among the types the
      * parser was given, and its settings, read with the row's options. */
     const struct tunep_trainer_type *trainer; /* NULL: none, or not looked up */
-    void *trainer_cfg;            /* trainer->config_size bytes, owned */
-    char *trainer_name;           /* the section's "type"; NULL without a section */
-    int resources_cpu;            /* resources_per_trial.cpu; 0: not given */
-    double resources_gpu;         /* resources_per_trial.gpu; 0: not given */
+    void *trainer_cfg;                        /* trainer->config_size bytes, owned */
+    char *trainer_name;                       /* the section's "type"; NULL without a section */
+    int resources_cpu;                        /* resources_per_trial.cpu; 0: not given */
+    double resources_gpu;                     /* resources_per_trial.gpu; 0: not given */
     struct tunep_stop_config stop;
-    char *storage;                /* experiment folder or ":memory:" */
-    int isolation_process;        /* "isolation": "process": each trial in a child process */
-    double trial_timeout_s;       /* 0: none */
-    char *json;                   /* the config as given, compact, for the store */
+    char *storage;          /* experiment folder or ":memory:" */
+    int isolation_process;  /* "isolation": "process": each trial in a child process */
+    double trial_timeout_s; /* 0: none */
+    char *json;             /* the config as given, compact, for the store */
 };
 
 /*

@@ -15,7 +15,7 @@
 #include "config/config_scheduler.h"
 
 #define DEFAULT_MAX_STRING 4000
-#define MAX_ARGV 65536
+#define MAX_ARGV           65536
 
 static tune_status oom(const struct tunep_cfgctx *ctx)
 {
@@ -23,7 +23,7 @@ static tune_status oom(const struct tunep_cfgctx *ctx)
 }
 
 tune_status tunep_config_read_string(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                               const json_t *v, size_t max, char **ret)
+                                     const json_t *v, size_t max, char **ret)
 {
     if (!json_is_string(v))
         return tunep_cfg_error(ctx, path, 0, "expected a string");
@@ -57,7 +57,7 @@ static tune_status read_path(const struct tunep_cfgctx *ctx, struct tunep_cfgpat
 }
 
 tune_status tunep_config_read_int(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                            const json_t *v, int64_t lo, int64_t hi, int64_t *ret)
+                                  const json_t *v, int64_t lo, int64_t hi, int64_t *ret)
 {
     if (!json_is_integer(v))
         return tunep_cfg_error(ctx, path, 0, "expected an integer");
@@ -70,7 +70,7 @@ tune_status tunep_config_read_int(const struct tunep_cfgctx *ctx, struct tunep_c
 }
 
 tune_status tunep_config_read_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
-                               const json_t *v, double lo, double hi, double *ret)
+                                     const json_t *v, double lo, double hi, double *ret)
 {
     if (!json_is_number(v))
         return tunep_cfg_error(ctx, path, 0, "expected a number");
@@ -145,7 +145,8 @@ static tune_status read_env(const struct tunep_cfgctx *ctx, struct tunep_cfgpath
     if (!names)
         return oom(ctx);
     m->names = names;
-    char **values = tunep_realloc(m->values, m->n * sizeof *values, (m->n + n + 1) * sizeof *values);
+    char **values =
+        tunep_realloc(m->values, m->n * sizeof *values, (m->n + n + 1) * sizeof *values);
     if (!values)
         return oom(ctx);
     m->values = values;
@@ -278,13 +279,15 @@ static tune_status read_value(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
                 *(int *)f = (int)x;
             break;
         case TUNEP_OPT_INT64:
-            st = tunep_config_read_int(ctx, path, v, (int64_t)o->lo, o->hi == 0 ? INT64_MAX : (int64_t)o->hi,
-                          (int64_t *)f);
+            st = tunep_config_read_int(ctx, path, v, (int64_t)o->lo,
+                                       o->hi == 0 ? INT64_MAX : (int64_t)o->hi, (int64_t *)f);
             break;
-        case TUNEP_OPT_NUMBER: st = tunep_config_read_number(ctx, path, v, o->lo, o->hi, (double *)f); break;
+        case TUNEP_OPT_NUMBER:
+            st = tunep_config_read_number(ctx, path, v, o->lo, o->hi, (double *)f);
+            break;
         case TUNEP_OPT_STRING:
-            st = tunep_config_read_string(ctx, path, v, o->hi > 0 ? (size_t)o->hi : DEFAULT_MAX_STRING,
-                             (char **)f);
+            st = tunep_config_read_string(
+                ctx, path, v, o->hi > 0 ? (size_t)o->hi : DEFAULT_MAX_STRING, (char **)f);
             break;
         case TUNEP_OPT_TEXT: {
             char *s = NULL;

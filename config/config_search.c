@@ -18,7 +18,7 @@ struct algo {
 };
 
 static const struct algo algos[] = {
-    {"random", TUNEP_SEARCH_RANDOM}, {"grid", TUNEP_SEARCH_GRID}, {"tpe", TUNEP_SEARCH_TPE},
+    {"random", TUNEP_SEARCH_RANDOM}, {"grid", TUNEP_SEARCH_GRID},   {"tpe", TUNEP_SEARCH_TPE},
     {"gp", TUNEP_SEARCH_GP},         {"sobol", TUNEP_SEARCH_SOBOL}, {"lhs", TUNEP_SEARCH_LHS},
     {"bohb", TUNEP_SEARCH_BOHB},
 };

@@ -190,7 +190,7 @@ tune_status tunep_config_from_options(const tune_options *o, tune_space *space,
     if ((st = options_object(&ctx, o, root)))
         goto fail;
     st = tunep_config_from_root(&ctx, root, space, NULL, out); /* no trainer section */
-    space = NULL; /* taken */
+    space = NULL;                                              /* taken */
 fail:
     tune_space_free(space);
     json_decref(root);

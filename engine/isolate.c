@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define STOP_GRACE_S 5.0
+#define STOP_GRACE_S    5.0
 #define MAX_MSG_METRICS TUNE_REPORT_MAX_METRICS
 
 static int write_all(int fd, const void *buf, size_t n)

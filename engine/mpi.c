@@ -34,7 +34,6 @@
  * process-wide state already); -1 before it. */
 static int node_rank = -1;
 
-
 #define MAX_MSG_METRICS TUNE_REPORT_MAX_METRICS
 
 /* A received message: MPI_Probe for its size, then MPI_Recv. NULL on OOM. */
@@ -61,9 +60,8 @@ static int send_buf(const struct tunep_buf *b, int dest, int tag)
 {
     if (b->oom)
         return -1;
-    return MPI_Send(b->data, (int)b->len, MPI_BYTE, dest, tag, MPI_COMM_WORLD) == MPI_SUCCESS
-               ? 0
-               : -1;
+    return MPI_Send(b->data, (int)b->len, MPI_BYTE, dest, tag, MPI_COMM_WORLD) == MPI_SUCCESS ? 0
+                                                                                              : -1;
 }
 
 /* A cursor over a received message. */
@@ -158,8 +156,8 @@ tune_status tunep_run_remote(struct tune_study *s, struct tune_trial *t, int slo
     int sent = send_buf(&b, rank, tag);
     tunep_buf_done(&b);
     if (sent) {
-        snprintf(t->error, sizeof t->error, "cannot send trial %lld to MPI rank %d",
-                 (long long)id, rank);
+        snprintf(t->error, sizeof t->error, "cannot send trial %lld to MPI rank %d", (long long)id,
+                 rank);
         return TUNE_EFAILED;
     }
     for (;;) {
@@ -296,15 +294,20 @@ static void *slot_main(void *arg)
         struct rd r = {msg + 1, msg + len, 0};
         uint64_t seed = 0;
         tune_status st = TUNE_ENOMEM;
-        if (rec && (rec->values = tunep_calloc(s->n_params ? s->n_params : 1,
-                                               sizeof *rec->values))) {
+        if (rec &&
+            (rec->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *rec->values))) {
             rec->own_strings = 1;
             rec->status = TUNE_TRIAL_RUNNING;
             st = read_trial(s, &r, rec, &seed) ? TUNE_EINVAL : TUNE_OK;
         }
         tunep_free(msg);
-        struct tune_trial t = {.study = s, .rec = rec, .ipc_req = -1, .ipc_resp = -1,
-                               .donor = -1, .remote_tag = a->tag, .remote_seed = seed};
+        struct tune_trial t = {.study = s,
+                               .rec = rec,
+                               .ipc_req = -1,
+                               .ipc_resp = -1,
+                               .donor = -1,
+                               .remote_tag = a->tag,
+                               .remote_seed = seed};
         if (st == TUNE_OK)
             st = s->fn(&t, s->fn_data);
         else

@@ -36,7 +36,7 @@ static double last_metric(const struct tune_study *s, const struct tunep_trial_r
 }
 
 #define COLS_MAX 12
-#define COL_W 12
+#define COL_W    12
 
 /* One table row: trial, status, shown params, iter, time, metric. */
 static void table_row(struct tunep_buf *b, const struct tune_study *s,
@@ -82,25 +82,25 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
         tunep_buf_printf(&b, "== %s == (from %s)\n", s->cfg.name, s->cfg.storage);
     } else {
         double elapsed = s->t_start > 0 ? tunep_now_monotonic() - s->t_start : 0;
-        tunep_buf_printf(&b, "== %s == running for %02d:%02d:%05.2f  %lld reports\n",
-                         s->cfg.name, (int)(elapsed / 3600), (int)fmod(elapsed / 60, 60),
-                         fmod(elapsed, 60), (long long)s->n_reports);
+        tunep_buf_printf(&b, "== %s == running for %02d:%02d:%05.2f  %lld reports\n", s->cfg.name,
+                         (int)(elapsed / 3600), (int)fmod(elapsed / 60, 60), fmod(elapsed, 60),
+                         (long long)s->n_reports);
     }
     char paused[48] = "";
     if (s->counts[TUNE_TRIAL_PAUSED] > 0)
         snprintf(paused, sizeof paused, ", %lld PAUSED", (long long)s->counts[TUNE_TRIAL_PAUSED]);
-    tunep_buf_printf(&b,
-                     "Trials: %lld (%lld PENDING, %lld RUNNING, %lld TERMINATED, %lld STOPPED, "
-                     "%lld ERROR%s)\n",
-                     (long long)s->total_trials, (long long)pending,
-                     (long long)s->counts[TUNE_TRIAL_RUNNING],
-                     (long long)s->counts[TUNE_TRIAL_TERMINATED],
-                     (long long)s->counts[TUNE_TRIAL_STOPPED],
-                     (long long)s->counts[TUNE_TRIAL_ERROR], paused);
+    tunep_buf_printf(
+        &b,
+        "Trials: %lld (%lld PENDING, %lld RUNNING, %lld TERMINATED, %lld STOPPED, "
+        "%lld ERROR%s)\n",
+        (long long)s->total_trials, (long long)pending, (long long)s->counts[TUNE_TRIAL_RUNNING],
+        (long long)s->counts[TUNE_TRIAL_TERMINATED], (long long)s->counts[TUNE_TRIAL_STOPPED],
+        (long long)s->counts[TUNE_TRIAL_ERROR], paused);
     int64_t best = tunep_study_best_trial(s);
     if (best >= 0)
         tunep_buf_printf(&b, "Best so far: trial %lld with %s=%.6g (%s)\n", (long long)best,
-                         s->cfg.metric, last_metric(s, s->trials[best]), s->cfg.mode_max ? "max" : "min");
+                         s->cfg.metric, last_metric(s, s->trials[best]),
+                         s->cfg.mode_max ? "max" : "min");
     if (s->sched)
         tunep_scheduler_describe(s->sched, s->sign, &b);
     if (s->store)
@@ -249,8 +249,8 @@ static tune_status load_trial(void *ud, const struct tunep_stored_trial *t)
                                (long long)t->trial_id, t->n_params, s->n_params);
     if (s->n_trials == s->cap_trials) {
         int64_t cap = s->cap_trials ? s->cap_trials * 2 : 64;
-        struct tunep_trial_rec **p = tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p,
-                                                   (size_t)cap * sizeof *p);
+        struct tunep_trial_rec **p =
+            tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p, (size_t)cap * sizeof *p);
         if (!p)
             return TUNE_ENOMEM;
         s->trials = p;
@@ -309,10 +309,11 @@ tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error 
      * moved, say) still leaves everything stored readable. */
     s->total_trials = s->n_trials;
     struct tunep_config parsed;
-    if (tunep_config_parse(s->cfg.json, strlen(s->cfg.json), dir, NULL, NULL, &parsed, NULL) == TUNE_OK) {
-        int64_t total = (int64_t)tunep_space_grid_size(parsed.space,
-                                                       parsed.search == TUNEP_SEARCH_GRID, NULL) *
-                        parsed.num_samples;
+    if (tunep_config_parse(s->cfg.json, strlen(s->cfg.json), dir, NULL, NULL, &parsed, NULL) ==
+        TUNE_OK) {
+        int64_t total =
+            (int64_t)tunep_space_grid_size(parsed.space, parsed.search == TUNEP_SEARCH_GRID, NULL) *
+            parsed.num_samples;
         if (total > s->total_trials)
             s->total_trials = total;
         tunep_config_done(&parsed);

@@ -48,8 +48,8 @@ static tune_status grow_trials(struct tune_study *s, int64_t need)
     int64_t cap = s->cap_trials ? s->cap_trials : 64;
     while (cap < need)
         cap *= 2;
-    struct tunep_trial_rec **p = tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p,
-                                               (size_t)cap * sizeof *p);
+    struct tunep_trial_rec **p =
+        tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p, (size_t)cap * sizeof *p);
     if (!p)
         return TUNE_ENOMEM;
     memset(p + s->n_trials, 0, (size_t)(cap - s->n_trials) * sizeof *p);
@@ -194,8 +194,8 @@ static tune_status replay_scheduler(struct tune_study *s, struct events *ret_ev,
         const struct event *e = &ev.v[i];
         if (!added[e->trial]) {
             added[e->trial] = 1;
-            gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, e->trial,
-                                                           TUNEP_RNG_SCHEDULER));
+            gsl_rng_set(
+                r, (unsigned long)tunep_trial_seed(s->cfg.seed, e->trial, TUNEP_RNG_SCHEDULER));
             st = tunep_scheduler_on_trial_add(s->sched, e->trial, gsl_rng_uniform(r));
         }
         if (!st)
@@ -266,8 +266,8 @@ static tune_status push_retry(struct tune_study *s, int64_t id)
 {
     if (s->n_retry == s->cap_retry) {
         int64_t cap = s->cap_retry ? s->cap_retry * 2 : 16;
-        int64_t *p = tunep_realloc(s->retry, (size_t)s->n_retry * sizeof *p,
-                                   (size_t)cap * sizeof *p);
+        int64_t *p =
+            tunep_realloc(s->retry, (size_t)s->n_retry * sizeof *p, (size_t)cap * sizeof *p);
         if (!p)
             return TUNE_ENOMEM;
         s->retry = p;
@@ -314,7 +314,8 @@ tune_status tunep_study_resume_store(struct tune_study *s,
             goto out;
         }
     }
-    /* The sequence continues from the stored seed (drawn from the clock when the config has none). */
+    /* The sequence continues from the stored seed (drawn from the clock when the config has none).
+     */
     s->cfg.seed = row->seed;
 
     struct load ld = {s, s->resume_flags, err};
@@ -341,8 +342,8 @@ tune_status tunep_study_resume_store(struct tune_study *s,
         struct tunep_trial_rec *rec = s->trials[i];
         if (!rec) {
             rec = tunep_calloc(1, sizeof *rec);
-            if (!rec || !(rec->values = tunep_calloc(s->n_params ? s->n_params : 1,
-                                                     sizeof *rec->values))) {
+            if (!rec ||
+                !(rec->values = tunep_calloc(s->n_params ? s->n_params : 1, sizeof *rec->values))) {
                 tunep_free(rec);
                 st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
                 break;

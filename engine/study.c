@@ -343,8 +343,9 @@ tune_status tune_study_set_objective(tune_study *s, tune_objective_fn fn, void *
     if (s->readonly)
         return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
     if (s->has_run)
-        return tunep_error_set(err, TUNE_EINVAL, "the study is running or has run: set the "
-                                                 "objective before tune_study_run()");
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "the study is running or has run: set the "
+                               "objective before tune_study_run()");
     s->fn = fn;
     s->fn_data = user_data;
     return TUNE_OK;
@@ -475,8 +476,8 @@ tune_status tune_study_stop_now(tune_study *s, tune_error *err)
             /* From here on every report is answered TUNE_ESTORE and nothing is written. */
             s->fatal = 1;
             tunep_error_set(&s->fatal_err, TUNE_EINTERRUPTED,
-                            "stopped at once: %lld running trial%s back to PENDING",
-                            (long long)n, n == 1 ? "" : "s");
+                            "stopped at once: %lld running trial%s back to PENDING", (long long)n,
+                            n == 1 ? "" : "s");
         }
     }
     pthread_mutex_unlock(&s->lock);
@@ -657,8 +658,8 @@ static struct tunep_trial_rec *new_trial(struct tune_study *s, gsl_rng *r)
 {
     if (s->n_trials == s->cap_trials) {
         int64_t cap = s->cap_trials ? s->cap_trials * 2 : 64;
-        struct tunep_trial_rec **p = tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p,
-                                                   (size_t)cap * sizeof *p);
+        struct tunep_trial_rec **p =
+            tunep_realloc(s->trials, (size_t)s->n_trials * sizeof *p, (size_t)cap * sizeof *p);
         if (!p)
             return NULL;
         s->trials = p;
@@ -863,8 +864,8 @@ static int exploit(struct tune_study *s, struct tunep_trial_rec *rec, int64_t do
         return -1;
     }
     rec->n_exploits++;
-    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed ^ tunep_splitmix64(
-                                                       (uint64_t)rec->n_exploits),
+    gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed ^
+                                                       tunep_splitmix64((uint64_t)rec->n_exploits),
                                                    rec->id, TUNEP_RNG_EXPLORE));
     tunep_scheduler_explore(s->sched, rec->id, donor->values, r, v);
     gsl_rng_free(r);
@@ -1135,7 +1136,7 @@ static void *worker_main(void *arg)
             pthread_once(&exit_guard_once, register_exit_guard);
             current_trial = t;
         }
-        tune_status ret = s->mpi_size > 1           ? tunep_run_remote(s, t, a.slot)
+        tune_status ret = s->mpi_size > 1            ? tunep_run_remote(s, t, a.slot)
                           : s->cfg.isolation_process ? tunep_run_isolated(s, t)
                                                      : s->fn(t, s->fn_data);
         current_trial = NULL;
@@ -1167,8 +1168,8 @@ static int spawn_worker(struct tune_study *s, int slot)
 {
     if (s->n_workers == s->cap_workers) {
         int cap = s->cap_workers ? s->cap_workers * 2 : 8;
-        pthread_t *w = tunep_realloc(s->workers, (size_t)s->n_workers * sizeof *w,
-                                     (size_t)cap * sizeof *w);
+        pthread_t *w =
+            tunep_realloc(s->workers, (size_t)s->n_workers * sizeof *w, (size_t)cap * sizeof *w);
         if (!w)
             return -1;
         s->workers = w;
@@ -1215,11 +1216,18 @@ static void abandon_overdue(struct tune_study *s)
         }
         *p = t->next;
         /* The objective's thread may still write its handle: the attempt ends on a copy. */
-        struct tune_trial dead = {.study = s, .rec = t->rec, .t0 = t->t0, .end = t->end,
-                                  .fail_now = 1, .ipc_req = -1, .ipc_resp = -1, .donor = -1};
+        struct tune_trial dead = {.study = s,
+                                  .rec = t->rec,
+                                  .t0 = t->t0,
+                                  .end = t->end,
+                                  .fail_now = 1,
+                                  .ipc_req = -1,
+                                  .ipc_resp = -1,
+                                  .donor = -1};
         snprintf(dead.error, sizeof dead.error,
                  "timed out after %g s (trial_timeout_s) and abandoned: the objective never "
-                 "returned", s->cfg.trial_timeout_s);
+                 "returned",
+                 s->cfg.trial_timeout_s);
         tunep_log(TUNE_LOG_WARN,
                   "trial %lld: the objective runs %g s past trial_timeout_s and does not return; "
                   "its thread is left behind until the process exits",
@@ -1288,8 +1296,8 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
     s->has_run = 1;
     tune_status st;
     /* Data errors (a malformed TSV line) stop the run before anything is written. */
-    int concurrency = s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent
-                                                               : (int)s->total_trials;
+    int concurrency =
+        s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent : (int)s->total_trials;
     if ((st = tunep_study_prepare_trainer(s, concurrency, -1, err)))
         return st;
     st = tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
@@ -1314,8 +1322,8 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
     }
 
     /* Under MPI one worker thread per remote slot: the ranks set the concurrency. */
-    int64_t n_workers = s->mpi_size > 1 ? (int64_t)(s->mpi_size - 1) * s->mpi_per_rank
-                                        : s->cfg.max_concurrent;
+    int64_t n_workers =
+        s->mpi_size > 1 ? (int64_t)(s->mpi_size - 1) * s->mpi_per_rank : s->cfg.max_concurrent;
     if (n_workers > s->total_trials)
         n_workers = s->total_trials;
     int watch = s->mpi_size <= 1 && !s->cfg.isolation_process && s->cfg.trial_timeout_s > 0;

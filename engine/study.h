@@ -23,8 +23,8 @@
 /* Why a trial is ending, decided under the lock by reports or by the study. */
 enum tunep_end_reason {
     TUNEP_END_NONE = 0,
-    TUNEP_END_TERMINATED, /* max_t or stop.training_iteration reached */
-    TUNEP_END_STOPPED,    /* scheduler, metric threshold or time budget */
+    TUNEP_END_TERMINATED,  /* max_t or stop.training_iteration reached */
+    TUNEP_END_STOPPED,     /* scheduler, metric threshold or time budget */
     TUNEP_END_INTERRUPTED, /* tune_study_request_stop(): back to PENDING */
     TUNEP_END_PAUSED,      /* a pausing scheduler: PAUSED until it resumes the trial */
     TUNEP_END_EXPLOIT,     /* PBT: restart from a better trial's checkpoint and explored values */
@@ -34,30 +34,30 @@ enum tunep_end_reason {
 struct tunep_trial_rec {
     int64_t id;
     tune_trial_status status;
-    int attempt;            /* attempts started so far (1-based once started) */
-    int64_t iteration;      /* last training_iteration of the current attempt */
-    double time_total_s;    /* of the current attempt */
+    int attempt;         /* attempts started so far (1-based once started) */
+    int64_t iteration;   /* last training_iteration of the current attempt */
+    double time_total_s; /* of the current attempt */
     double start_wall;
-    double last_t;          /* the scheduler's time_attr in the last report */
+    double last_t; /* the scheduler's time_attr in the last report */
     int has_last_t;
     struct tunep_value *values; /* one per parameter; strings borrowed from the space */
-    double *last;           /* last value per interned metric id; NaN when never reported */
+    double *last;               /* last value per interned metric id; NaN when never reported */
     size_t n_last;
-    char *error;            /* last failure, owned */
-    int own_strings;        /* string values are owned (loaded from a store), not the space's */
-    int failures_base;      /* attempts before a resume that retries ERROR trials */
+    char *error;       /* last failure, owned */
+    int own_strings;   /* string values are owned (loaded from a store), not the space's */
+    int failures_base; /* attempts before a resume that retries ERROR trials */
     /* Pausing and checkpoints (checkpoint.c). */
-    double time_base;       /* time_total_s of the attempt's segments before its last pause */
-    int64_t ff_until;       /* a resumed objective replays reports up to this iteration:
-                             * they are answered but not recorded again ("fast-forward") */
-    int keep_iteration;     /* PBT restart: loading the donor's checkpoint keeps the count */
-    int want_ckpt;          /* tune_trial_checkpoint_wanted() */
-    int has_ckpt;           /* a checkpoint exists (in ckpt, or in the trial's folder) */
-    int64_t ckpt_iter;      /* the iteration it was saved at */
-    double ckpt_t;          /* the scheduler's time_attr value then (PBT's interval) */
-    void *ckpt;             /* in-memory studies: the bytes; else NULL */
+    double time_base;   /* time_total_s of the attempt's segments before its last pause */
+    int64_t ff_until;   /* a resumed objective replays reports up to this iteration:
+                         * they are answered but not recorded again ("fast-forward") */
+    int keep_iteration; /* PBT restart: loading the donor's checkpoint keeps the count */
+    int want_ckpt;      /* tune_trial_checkpoint_wanted() */
+    int has_ckpt;       /* a checkpoint exists (in ckpt, or in the trial's folder) */
+    int64_t ckpt_iter;  /* the iteration it was saved at */
+    double ckpt_t;      /* the scheduler's time_attr value then (PBT's interval) */
+    void *ckpt;         /* in-memory studies: the bytes; else NULL */
     size_t ckpt_size;
-    int n_exploits;         /* PBT restarts so far */
+    int n_exploits; /* PBT restarts so far */
 };
 
 /*
@@ -72,19 +72,19 @@ enum tunep_handle_state { TUNEP_HANDLE_OPEN = 0, TUNEP_HANDLE_CLOSED, TUNEP_HAND
 struct tune_trial {
     struct tune_study *study;
     struct tunep_trial_rec *rec;
-    double t0;              /* monotonic time the attempt started */
+    double t0; /* monotonic time the attempt started */
     enum tunep_end_reason end;
-    int fail_now;           /* timed out or reported a non-finite metric: the attempt fails */
-    int ipc_req, ipc_resp;  /* in an isolated child: pipes to the controller; else -1 */
-    char *dir;              /* the trial's folder (trial_dir.c), absolute; NULL if none */
-    int dir_tried;          /* tune_trial_dir() made (or failed to make) it this attempt */
-    int64_t donor;          /* TUNEP_END_EXPLOIT: the trial whose checkpoint it takes */
-    int remote_tag;         /* on an MPI worker rank: the slot's tag; else 0 (mpi.c) */
-    uint64_t remote_seed;   /* there: the controller's study seed */
-    atomic_int state;       /* enum tunep_handle_state; zero (OPEN) for handles on a stack */
-    atomic_int busy;        /* reports inside tune_trial_report() through this handle */
+    int fail_now;            /* timed out or reported a non-finite metric: the attempt fails */
+    int ipc_req, ipc_resp;   /* in an isolated child: pipes to the controller; else -1 */
+    char *dir;               /* the trial's folder (trial_dir.c), absolute; NULL if none */
+    int dir_tried;           /* tune_trial_dir() made (or failed to make) it this attempt */
+    int64_t donor;           /* TUNEP_END_EXPLOIT: the trial whose checkpoint it takes */
+    int remote_tag;          /* on an MPI worker rank: the slot's tag; else 0 (mpi.c) */
+    uint64_t remote_seed;    /* there: the controller's study seed */
+    atomic_int state;        /* enum tunep_handle_state; zero (OPEN) for handles on a stack */
+    atomic_int busy;         /* reports inside tune_trial_report() through this handle */
     struct tune_trial *next; /* in the study's list of running or of closed handles */
-    int worker;             /* the index of the worker thread that runs it */
+    int worker;              /* the index of the worker thread that runs it */
     char error[512];
 };
 
@@ -112,9 +112,9 @@ struct tune_study {
     struct tunep_config cfg;
     tune_objective_fn fn;
     void *fn_data;
-    void *trainer_state;    /* cfg.trainer's state (its create()), while the study lives */
-    int readonly;           /* opened from an experiment folder */
-    unsigned resume_flags;  /* TUNE_RESUME_* */
+    void *trainer_state;      /* cfg.trainer's state (its create()), while the study lives */
+    int readonly;             /* opened from an experiment folder */
+    unsigned resume_flags;    /* TUNE_RESUME_* */
     const char **param_names; /* n_params names: into the space, or owned when readonly */
     size_t n_params;
     int has_run;
@@ -124,33 +124,33 @@ struct tune_study {
     struct tunep_store_lock *store_lock; /* held from open_storage() to the end of the run */
     struct tunep_scheduler *sched;
     struct tunep_searcher *searcher; /* NULL for random and grid search */
-    int mpi_size;           /* > 1: trials run on MPI ranks 1 .. mpi_size-1 (mpi.c) */
-    int mpi_per_rank;       /* trials at once per worker rank */
-    pthread_cond_t work_cond; /* a worker waits here when the scheduler says WAIT */
+    int mpi_size;                    /* > 1: trials run on MPI ranks 1 .. mpi_size-1 (mpi.c) */
+    int mpi_per_rank;                /* trials at once per worker rank */
+    pthread_cond_t work_cond;        /* a worker waits here when the scheduler says WAIT */
     int have_work_cond;
-    int64_t *restartq;      /* PBT: exploited trials waiting to restart (FIFO) */
+    int64_t *restartq; /* PBT: exploited trials waiting to restart (FIFO) */
     int64_t n_restart, head_restart, cap_restart;
-    double sign;            /* +1 for mode max, -1 for min: scores are sign * metric */
-    int64_t total_trials;   /* grid points x num_samples */
+    double sign;          /* +1 for mode max, -1 for min: scores are sign * metric */
+    int64_t total_trials; /* grid points x num_samples */
     int expand_choices;
 
     struct tunep_trial_rec **trials; /* by id, created in order */
     int64_t n_trials, cap_trials;
-    int64_t *retry;         /* ids waiting for another attempt (FIFO) */
+    int64_t *retry; /* ids waiting for another attempt (FIFO) */
     int64_t n_retry, head_retry, cap_retry;
     int64_t counts[TUNE_TRIAL_STATUS_COUNT];
 
-    char **metric_names;    /* interned, in order of first report */
+    char **metric_names; /* interned, in order of first report */
     size_t n_metrics, cap_metrics;
     uint32_t *metric_slots; /* open-addressing hash of metric_names: id + 1, 0 when empty */
     size_t n_metric_slots;  /* a power of two, at least twice n_metrics */
     long main_metric;       /* interned id of cfg.metric, -1 until reported */
 
     atomic_int stop_requested;
-    int fail_fast_hit;      /* cfg.fail_fast and fail_fast_trial ended in ERROR: the sweep stops */
+    int fail_fast_hit; /* cfg.fail_fast and fail_fast_trial ended in ERROR: the sweep stops */
     int64_t fail_fast_trial;
     int budget_exhausted;
-    int fatal;              /* the store failed: stop everything */
+    int fatal; /* the store failed: stop everything */
     pthread_cond_t flusher_cond;
     int flusher_quit;
     /*
@@ -163,7 +163,7 @@ struct tune_study {
     pthread_mutex_t commit_lock;
     uint64_t write_seq, durable_seq; /* guarded by lock */
     tune_error fatal_err;
-    double t_start;         /* monotonic */
+    double t_start; /* monotonic */
     double wall_start;
     int64_t n_reports;
     int64_t n_warned_nan;
@@ -180,10 +180,10 @@ struct tune_study {
     pthread_t *workers;
     unsigned char *worker_left; /* 1: abandoned with its trial, detached, never joined */
     int n_workers, cap_workers;
-    int workers_running;    /* worker threads not yet finished or abandoned */
+    int workers_running;      /* worker threads not yet finished or abandoned */
     pthread_cond_t pool_cond; /* signalled when a worker finishes */
     int have_pool_cond;
-    int stopped_now;        /* tune_study_stop_now(): nothing more reaches the store */
+    int stopped_now; /* tune_study_stop_now(): nothing more reaches the store */
 };
 
 /* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */
@@ -202,9 +202,9 @@ void tunep_study_set_status(struct tune_study *s, struct tunep_trial_rec *r, tun
 void tunep_trial_rec_free(struct tunep_trial_rec *r, size_t n_params);
 /*
  * Creates a study from a config document (tune_study_new_from_json and its
- * kin), or from options when they are given: `trainers` are the trainer types its "trainer" section may name
- * (NULL-terminated; the registry's, handed down by the layer above). The
- * space, when given, is taken even on failure.
+ * kin), or from options when they are given: `trainers` are the trainer types its "trainer" section
+ * may name (NULL-terminated; the registry's, handed down by the layer above). The space, when
+ * given, is taken even on failure.
  */
 tune_status tunep_study_new_from_config(const char *text, size_t len, const char *source,
                                         const tune_options *options, tune_space *space,

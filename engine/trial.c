@@ -199,7 +199,8 @@ int tune_trial_should_stop(const tune_trial *t)
 
 double tune_trial_timeout_s(const tune_trial *t)
 {
-    return t && t->study->cfg.trial_timeout_s > 0 ? t->study->cfg.trial_timeout_s : (double)INFINITY;
+    return t && t->study->cfg.trial_timeout_s > 0 ? t->study->cfg.trial_timeout_s
+                                                  : (double)INFINITY;
 }
 
 double tune_trial_time_left(const tune_trial *t)
@@ -424,8 +425,8 @@ static tune_status report_local(tune_trial *t, size_t n, const char *const *name
             rec->last_t = tv;
             rec->has_last_t = 1;
         }
-        tunep_scheduler_set_waiting(s->sched, (s->n_retry - s->head_retry) +
-                                                  (s->total_trials - s->n_trials));
+        tunep_scheduler_set_waiting(s->sched,
+                                    (s->n_retry - s->head_retry) + (s->total_trials - s->n_trials));
         enum tunep_decision d = tunep_scheduler_on_result(s->sched, rec->id, has_t, tv, score);
         if (s->searcher && has_t)
             (void)s->searcher->ops->on_result(s->searcher, rec->id, tv, score);

@@ -39,8 +39,8 @@ static int set_lock(int fd, short type)
         return 0;
     if (errno != EINVAL)
         return -1;
-    /* A kernel older than 3.15: a classic per-process lock. The study keeps
-     * its only descriptor of the file, so no other close() drops it. */
+        /* A kernel older than 3.15: a classic per-process lock. The study keeps
+         * its only descriptor of the file, so no other close() drops it. */
 #endif
     return fcntl(fd, F_SETLK, &fl);
 }
@@ -68,9 +68,9 @@ tune_status tunep_store_lock_take(const char *dir, struct tunep_store_lock **ret
         return TUNE_OK;
     }
     if (fd < 0) {
-        tune_status st = tunep_error_set_at(err, TUNE_EIO, path, 0, 0,
-                                            "cannot open the experiment's lock file: %s",
-                                            strerror(errno));
+        tune_status st =
+            tunep_error_set_at(err, TUNE_EIO, path, 0, 0,
+                               "cannot open the experiment's lock file: %s", strerror(errno));
         tunep_free(path);
         return st;
     }

@@ -189,8 +189,7 @@ static const char *const ptype_decl[PT_COUNT] = {" REAL", " INTEGER", " TEXT", "
 static const char *const status_names[TUNE_TRIAL_STATUS_COUNT] = {
     [TUNE_TRIAL_PENDING] = "PENDING",       [TUNE_TRIAL_RUNNING] = "RUNNING",
     [TUNE_TRIAL_TERMINATED] = "TERMINATED", [TUNE_TRIAL_STOPPED] = "STOPPED",
-    [TUNE_TRIAL_ERROR] = "ERROR",
-    [TUNE_TRIAL_PAUSED] = "PAUSED",
+    [TUNE_TRIAL_ERROR] = "ERROR",           [TUNE_TRIAL_PAUSED] = "PAUSED",
 };
 
 struct store_param {
@@ -853,8 +852,7 @@ static tune_status check_folder_writable(const char *db_path, tune_error *err)
         slash[slash == dir] = '\0';
     tune_status rs = TUNE_OK;
     errno = 0;
-    if ((access(db_path, W_OK) != 0 && errno != ENOENT) ||
-        access(slash ? dir : ".", W_OK) != 0)
+    if ((access(db_path, W_OK) != 0 && errno != ENOENT) || access(slash ? dir : ".", W_OK) != 0)
         rs = tunep_error_set_at(err, TUNE_ESTORE, db_path, 0, 0,
                                 "store: the experiment cannot be written: %s", strerror(errno));
     tunep_free(dir);
@@ -997,8 +995,7 @@ char *tunep_store_file(const char *dir)
 
 tune_status tunep_store_open_experiment(const char *dir, int readonly,
                                         struct tunep_store **ret_store,
-                                        struct tunep_store_experiment_row *ret_row,
-                                        tune_error *err)
+                                        struct tunep_store_experiment_row *ret_row, tune_error *err)
 {
     if (!dir || !ret_store)
         return tunep_error_set(err, TUNE_EINVAL, "store: open: missing argument");
@@ -1444,8 +1441,8 @@ tune_status tunep_store_read_experiment(struct tunep_store *st,
     return TUNE_OK;
 }
 
-tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd,
-                                   char **ret_command_line, tune_error *err)
+tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd, char **ret_command_line,
+                                    tune_error *err)
 {
     *ret_cwd = *ret_command_line = NULL;
     int64_t has = 0;

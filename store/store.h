@@ -25,12 +25,12 @@ struct tunep_store_experiment {
     const char *name;
     const char *config_json; /* the whole config, normalised JSON */
     const char *metric;
-    const char *mode;        /* "max" or "min" */
-    const char *version;     /* tune_version() */
+    const char *mode;    /* "max" or "min" */
+    const char *version; /* tune_version() */
     uint64_t seed;
-    double created;          /* Unix time */
-    const char *cwd;         /* the creating run's working folder, or NULL */
-    const char *command_line;/* its command line, or NULL */
+    double created;           /* Unix time */
+    const char *cwd;          /* the creating run's working folder, or NULL */
+    const char *command_line; /* its command line, or NULL */
 };
 
 /*
@@ -39,12 +39,12 @@ struct tunep_store_experiment {
  * already holds an experiment.
  */
 tune_status tunep_store_create(const char *db_path, const struct tunep_store_experiment *exp,
-                               const tune_space *space, struct tunep_store **ret,
-                               tune_error *err);
+                               const tune_space *space, struct tunep_store **ret, tune_error *err);
 /* Opens an existing experiment.db; TUNE_ENOTFOUND when there is none. */
 tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_store **ret,
                              tune_error *err);
-/* The store's file in the experiment folder dir, "<dir>/experiment.db"; NULL on OOM (tunep_free). */
+/* The store's file in the experiment folder dir, "<dir>/experiment.db"; NULL on OOM (tunep_free).
+ */
 char *tunep_store_file(const char *dir);
 /* Commits what is pending and closes (NULL is fine). */
 void tunep_store_close(struct tunep_store *st);
@@ -59,21 +59,20 @@ tune_status tunep_store_trial_start(struct tunep_store *st, int64_t trial_id, in
  * A trial attempt ends with status (or goes back to PENDING when interrupted):
  * its last iteration, total time, end time and error text (NULL for none).
  */
-/* A PAUSED trial runs on: status RUNNING again, its reports kept (same attempt). In the open transaction. */
+/* A PAUSED trial runs on: status RUNNING again, its reports kept (same attempt). In the open
+ * transaction. */
 tune_status tunep_store_trial_resume(struct tunep_store *st, int64_t trial_id, int attempt,
                                      tune_error *err);
 /* Replaces a trial's parameter values (PBT's explored configuration). In the open transaction. */
 tune_status tunep_store_trial_set_values(struct tunep_store *st, int64_t trial_id,
                                          const struct tunep_value *values, tune_error *err);
 tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int attempt,
-                                  tune_trial_status status, int64_t iteration,
-                                  double time_total_s, double end_time, const char *error,
-                                  tune_error *err);
+                                  tune_trial_status status, int64_t iteration, double time_total_s,
+                                  double end_time, const char *error, tune_error *err);
 /* One report. Metric values may be NaN or infinite (stored as NULL / as is). */
 tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int attempt,
-                               int64_t iteration, double time_total_s, double wall_time,
-                               size_t n, const char *const *names, const double *values,
-                               tune_error *err);
+                               int64_t iteration, double time_total_s, double wall_time, size_t n,
+                               const char *const *names, const double *values, tune_error *err);
 /* Makes everything written so far durable. Cheap when nothing is pending. */
 tune_status tunep_store_commit(struct tunep_store *st, tune_error *err);
 
@@ -101,8 +100,8 @@ void tunep_store_experiment_done(struct tunep_store_experiment_row *row);
  * The working folder and command line of the run that created the experiment
  * (tunep_free each); both NULL for a store made before they were recorded.
  */
-tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd,
-                                   char **ret_command_line, tune_error *err);
+tune_status tunep_store_read_origin(struct tunep_store *st, char **ret_cwd, char **ret_command_line,
+                                    tune_error *err);
 /*
  * Opens the experiment in the folder dir (read-only or not) and, when ret_row
  * is not NULL, reads its experiment row: what `tune status`, `tune report`,
@@ -125,14 +124,14 @@ struct tunep_stored_trial {
     tune_trial_status status;
     int64_t iteration;
     double time_total_s, start_time, end_time;
-    const char *error;                 /* NULL when none */
+    const char *error; /* NULL when none */
     size_t n_params;
-    const char *const *param_names;    /* flattened "a/b" names, in space order */
+    const char *const *param_names; /* flattened "a/b" names, in space order */
     const struct tunep_value *params;
-    size_t n_metrics;                  /* each metric's value in the last report of the
-                                        * current attempt that has it */
+    size_t n_metrics; /* each metric's value in the last report of the
+                       * current attempt that has it */
     const char *const *metric_names;
-    const double *metric_values;       /* NaN for a stored NULL */
+    const double *metric_values; /* NaN for a stored NULL */
 };
 typedef tune_status (*tunep_trial_cb)(void *ud, const struct tunep_stored_trial *t);
 /* Calls cb for every trial in trial_id order; stops at the first non-OK return and returns it. */

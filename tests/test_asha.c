@@ -975,8 +975,7 @@ START_TEST(test_config_errors)
     static const struct cfg_case cases[] = {
         {"{\n  \"metric\": \"acc\",\n  \"scheduler\": {\n    \"type\": \"asha\",\n"
          "    \"grace_perod\": 2\n  }\n}",
-         5, 5,
-         "scheduler.grace_perod: unknown key (did you mean 'grace_period'?)"},
+         5, 5, "scheduler.grace_perod: unknown key (did you mean 'grace_period'?)"},
         {"{\"scheduler\": {\"type\": \"asha\",\n  \"max_t\": \"10\"}}", 2, 12,
          "scheduler.max_t: expected a number"},
         {"{\"scheduler\": {\"type\": \"asha\", \"reduction_factor\": 1}}", 1, 52,

@@ -26,20 +26,24 @@ static const struct bad_case bad[] = {
      "search.algorithm: unknown search algorithm 'tpe2' (expected \"random\", \"grid\", \"tpe\", "
      "\"gp\", \"sobol\", \"lhs\" or \"bohb\")"},
     {"{\"search\": {\"algorithm\": 3}}", 1, 26,
-     "search.algorithm: expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\" or \"bohb\""},
+     "search.algorithm: expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\" or "
+     "\"bohb\""},
     {"{\"search\": {\"algoritm\": \"grid\"}}", 1, 13,
      "search.algoritm: unknown key (did you mean 'algorithm'?)"},
     {"{\"search\": {\"algorithm\": \"tpe\", \"xi\": 0.1}}", 1, 33,
      "search.xi: not an option of search algorithm \"tpe\""},
     {"{\"search\": {\"algorithm\": \"tpe\", \"gamma\": 0}}", 1, 42,
      "search.gamma: expected a number > 0 and <= 1"},
-    {"{\"search\": {\"algorithm\": \"gp\"}, \"param_space\": {\"a\": {\"grid_search\": [1, 2]}}}", 1, 26,
-     "search.algorithm: search algorithm \"gp\" cannot search the grid_search axis 'a': use choice, or search \"random\" or \"grid\""},
+    {"{\"search\": {\"algorithm\": \"gp\"}, \"param_space\": {\"a\": {\"grid_search\": [1, 2]}}}",
+     1, 26,
+     "search.algorithm: search algorithm \"gp\" cannot search the grid_search axis 'a': use "
+     "choice, or search \"random\" or \"grid\""},
     {"{\"resources_per_trial\": {\"gpu\": 2}}", 1, 33,
      "resources_per_trial.gpu: expected a number in [0, 1], got 2"},
     {"{\"resources_per_trial\": {\"cpus\": 2}}", 1, 26,
      "resources_per_trial.cpus: unknown key (did you mean 'cpu'?)"},
-    {"{\"checkpoint_frequency\": -1}", 1, 26, "checkpoint_frequency: expected an integer in [0, 9223372036854775807], got -1"},
+    {"{\"checkpoint_frequency\": -1}", 1, 26,
+     "checkpoint_frequency: expected an integer in [0, 9223372036854775807], got -1"},
     {"{\"trainer\": {\"type\": \"bert2\"}}", 1, 22,
      "trainer.type: unknown trainer type 'bert2' (expected \"synthetic\", \"bert\", \"command\" or "
      "\"plugin\")"},
@@ -50,14 +54,15 @@ static const struct bad_case bad[] = {
     {"{\"stop\": {\"training_iteration\": 0}}", 1, 33,
      "stop.training_iteration: expected an integer in [1, 9223372036854775807], got 0"},
     {"{\"stop\": {\"val_accuracy\": \"high\"}}", 1, 27, "stop.val_accuracy: expected a number"},
-    {"{\"max_failures\": -2}", 1, 18,
-     "max_failures: expected an integer in [-1, 1000000], got -2"},
+    {"{\"max_failures\": -2}", 1, 18, "max_failures: expected an integer in [-1, 1000000], got -2"},
     {"[1, 2]", 1, 1, "expected a JSON object at the top level"},
     {"{\"name\": \"a\",}", 1, 14, "string or '}' expected near '}'"},
     {"{\"name\": \"a\", \"name\": \"b\"}", 1, 20, "duplicate object key near '\"name\"'"},
-    {"{\"scheduler\": {\"type\": \"asha\", \"grace_period\": 5}, \"stop\": {\"training_iteration\": "
+    {"{\"scheduler\": {\"type\": \"asha\", \"grace_period\": 5}, \"stop\": "
+     "{\"training_iteration\": "
      "3}}",
-     1, 83, "stop.training_iteration: stops every trial before ASHA's grace_period of 5 iterations"},
+     1, 83,
+     "stop.training_iteration: stops every trial before ASHA's grace_period of 5 iterations"},
 };
 
 START_TEST(bad_configs)
@@ -116,21 +121,23 @@ START_TEST(grid_times_samples)
 {
     tune_study *s = NULL;
     tune_error err;
-    ck_assert_int_eq(tune_study_new_from_json(
-                         "{\"num_samples\": 3, \"param_space\": {\"a\": {\"grid_search\": [1, 2]},"
-                         " \"b\": {\"grid_search\": [\"x\", \"y\", \"z\"]}, \"c\": {\"choice\": [1, 2]}}}",
-                         NULL, &s, &err),
-                     TUNE_OK);
+    ck_assert_int_eq(
+        tune_study_new_from_json(
+            "{\"num_samples\": 3, \"param_space\": {\"a\": {\"grid_search\": [1, 2]},"
+            " \"b\": {\"grid_search\": [\"x\", \"y\", \"z\"]}, \"c\": {\"choice\": [1, 2]}}}",
+            NULL, &s, &err),
+        TUNE_OK);
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_PENDING], 18);
     tune_study_free(s);
     /* The grid algorithm expands choices too. */
-    ck_assert_int_eq(tune_study_new_from_json(
-                         "{\"num_samples\": 3, \"search\": {\"algorithm\": \"grid\"}, \"param_space\":"
-                         " {\"a\": {\"grid_search\": [1, 2]}, \"c\": {\"choice\": [1, 2]}}}",
-                         NULL, &s, &err),
-                     TUNE_OK);
+    ck_assert_int_eq(
+        tune_study_new_from_json(
+            "{\"num_samples\": 3, \"search\": {\"algorithm\": \"grid\"}, \"param_space\":"
+            " {\"a\": {\"grid_search\": [1, 2]}, \"c\": {\"choice\": [1, 2]}}}",
+            NULL, &s, &err),
+        TUNE_OK);
     tune_study_counts(s, c);
     ck_assert_int_eq(c[TUNE_TRIAL_PENDING], 12);
     tune_study_free(s);

@@ -37,10 +37,10 @@ struct log {
     struct event ev[MAX_EVENTS];
     int n;
     /* objective behaviour */
-    int iters;          /* reports per trial */
-    int fail_at;        /* attempt 1 fails after this report (0: never) */
-    int save;           /* save when asked */
-    int stop_study_at;  /* request stop after this many events (0: never) */
+    int iters;         /* reports per trial */
+    int fail_at;       /* attempt 1 fails after this report (0: never) */
+    int save;          /* save when asked */
+    int stop_study_at; /* request stop after this many events (0: never) */
     tune_study *study;
 };
 
@@ -79,8 +79,14 @@ static tune_status obj_counter(tune_trial *t, void *ud)
     while (tune_trial_iteration(t) < lg->iters) {
         step++;
         tune_status ans = tune_trial_report_metric(t, "score", x * (double)step, NULL);
-        struct event e = {tune_trial_id(t), tune_trial_attempt(t), tune_trial_iteration(t), step,
-                          loaded, tune_trial_checkpoint_wanted(t), ans, x};
+        struct event e = {tune_trial_id(t),
+                          tune_trial_attempt(t),
+                          tune_trial_iteration(t),
+                          step,
+                          loaded,
+                          tune_trial_checkpoint_wanted(t),
+                          ans,
+                          x};
         log_event(lg, &e);
         if (lg->save && (ans == TUNE_OK || ans == TUNE_ESTOP) && tune_trial_checkpoint_wanted(t))
             ck_assert_int_eq(tune_trial_save_checkpoint(t, &step, sizeof step, NULL), TUNE_OK);
@@ -416,15 +422,13 @@ static void check_pausing_sweep(const char *scheduler, int save, int64_t n_trial
 
 START_TEST(hyperband_with_checkpoints)
 {
-    check_pausing_sweep("{\"type\": \"hyperband\", \"max_t\": 9, \"reduction_factor\": 3}", 1,
-                        17);
+    check_pausing_sweep("{\"type\": \"hyperband\", \"max_t\": 9, \"reduction_factor\": 3}", 1, 17);
 }
 END_TEST
 
 START_TEST(hyperband_fast_forward)
 {
-    check_pausing_sweep("{\"type\": \"hyperband\", \"max_t\": 9, \"reduction_factor\": 3}", 0,
-                        17);
+    check_pausing_sweep("{\"type\": \"hyperband\", \"max_t\": 9, \"reduction_factor\": 3}", 0, 17);
 }
 END_TEST
 
@@ -503,11 +507,11 @@ static void trial_xs(const struct log *lg, double *xs, int n)
  * without a break. BOHB models the largest budget with enough results, so it
  * must get every stored report, not only final scores.
  */
-#define RESUME_FMT \
-    "{\"metric\": \"score\", \"num_samples\": 40, \"seed\": 6," \
-    " \"max_concurrent_trials\": 1, \"param_space\": {\"x\": {\"uniform\": [1, 2]}," \
-    " \"y\": {\"uniform\": [0, 1]}}, \"search\": {\"algorithm\": \"%s\"}," \
-    " \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 9," \
+#define RESUME_FMT                                                                                 \
+    "{\"metric\": \"score\", \"num_samples\": 40, \"seed\": 6,"                                    \
+    " \"max_concurrent_trials\": 1, \"param_space\": {\"x\": {\"uniform\": [1, 2]},"               \
+    " \"y\": {\"uniform\": [0, 1]}}, \"search\": {\"algorithm\": \"%s\"},"                         \
+    " \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 9,"                                      \
     " \"reduction_factor\": 3}, \"storage\": \"%s\"}"
 
 START_TEST(resume_searcher_same_as_unbroken)
@@ -547,8 +551,9 @@ START_TEST(resume_searcher_same_as_unbroken)
     s = resume_run(dir, lg);
     trial_xs(lg, parts, N);
     for (int i = 0; i < N; i++)
-        ck_assert_msg(whole[i] == parts[i], "%s, trial %d: x = %.17g without a break, %.17g resumed",
-                      algo, i, whole[i], parts[i]);
+        ck_assert_msg(whole[i] == parts[i],
+                      "%s, trial %d: x = %.17g without a break, %.17g resumed", algo, i, whole[i],
+                      parts[i]);
     tune_study_free(s);
     log_free(lg);
     tune_test_rmtree(dir);

@@ -318,8 +318,8 @@ START_TEST(store_run_reopened)
     snprintf(retyped, sizeof retyped, "%.*s{\"randint\": [1, 100]}%s", (int)(lr - json), json,
              lr + strlen("{\"loguniform\": [1e-5, 1e-2]}"));
     s = study_from(retyped);
-    ck_assert_int_eq(
-        tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING | TUNE_RESUME_FORCE, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_resume_flags(s, TUNE_RESUME_EXISTING | TUNE_RESUME_FORCE, &err),
+                     TUNE_OK);
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_ECONFIG);
     ck_assert_msg(strstr(err.text, "param_space.lr: the stored experiment has it as float, this "
                                    "config as int"),
@@ -344,9 +344,9 @@ START_TEST(store_run_reopened)
     snprintf(path, sizeof path, "%s/exp/results.csv", dir);
     char *csv = tune_test_slurp(path);
     ck_assert_ptr_nonnull(csv);
-    ck_assert_msg(strncmp(csv, "trial_id,status,training_iteration,config/lr,config/opt/name,",
-                          61) == 0,
-                  "header: %.200s", csv);
+    ck_assert_msg(
+        strncmp(csv, "trial_id,status,training_iteration,config/lr,config/opt/name,", 61) == 0,
+        "header: %.200s", csv);
     int rows = 0;
     for (char *p = csv; *p; p++)
         rows += *p == '\n';
@@ -482,8 +482,8 @@ START_TEST(process_isolation_contains_crashes_and_hangs)
     tune_free(text);
     char *best = NULL;
     ck_assert_int_eq(tune_study_best_json(s, &best, NULL), TUNE_OK);
-    ck_assert_msg(strstr(best, "\"trial_id\":5") && strstr(best, "\"training_iteration\":3"),
-                  "%s", best);
+    ck_assert_msg(strstr(best, "\"trial_id\":5") && strstr(best, "\"training_iteration\":3"), "%s",
+                  best);
     tune_free(best);
     tune_study_free(s);
 }

@@ -21,8 +21,11 @@ struct ramp_config {
 static const struct tunep_option ramp_options[] = {
     TUNEP_OPT_ROW("iterations", TUNEP_OPT_INT, struct ramp_config, iterations, 1, 100, 3),
     TUNEP_OPT_ROW("scale", TUNEP_OPT_NUMBER, struct ramp_config, scale, 0, 10, 1),
-    {.name = "label", .type = TUNEP_OPT_STRING, .offset = offsetof(struct ramp_config, label),
-     .hi = 32, .def_text = "ramp"},
+    {.name = "label",
+     .type = TUNEP_OPT_STRING,
+     .offset = offsetof(struct ramp_config, label),
+     .hi = 32,
+     .def_text = "ramp"},
     {0},
 };
 
@@ -170,10 +173,10 @@ START_TEST(defaults_and_ranges_come_from_the_table)
         const char *trainer, *text;
         int line, column;
     } cases[] = {
-        {"{\"type\": \"ramp\", \"scale\": 11}", "trainer.scale: expected a number in [0, 10], got 11",
-         4, 39},
-        {"{\"type\": \"ramp\", \"scal\": 1}", "trainer.scal: unknown key (did you mean 'scale'?)", 4,
-         30},
+        {"{\"type\": \"ramp\", \"scale\": 11}",
+         "trainer.scale: expected a number in [0, 10], got 11", 4, 39},
+        {"{\"type\": \"ramp\", \"scal\": 1}", "trainer.scal: unknown key (did you mean 'scale'?)",
+         4, 30},
         {"{\"type\": \"ramp\", \"iterations\": 1.5}", "trainer.iterations: expected an integer", 4,
          44},
         {"{\"type\": \"ramp\", \"label\": \"bad\"}", "trainer.label: 'bad' is not a label", 4, 39},
@@ -188,8 +191,9 @@ START_TEST(defaults_and_ranges_come_from_the_table)
         if (cases[i].text)
             ck_assert_str_eq(err.text, cases[i].text);
         else /* every registered type is offered, the built-in ones and this one */
-            ck_assert_msg(strstr(err.text, "unknown trainer type 'rampp' (expected \"synthetic\", \"bert\", "
-                                           "\"command\", \"plugin\"") &&
+            ck_assert_msg(strstr(err.text,
+                                 "unknown trainer type 'rampp' (expected \"synthetic\", \"bert\", "
+                                 "\"command\", \"plugin\"") &&
                               strstr(err.text, "\"ramp\""),
                           "%s", err.text);
         ck_assert_str_eq(err.source, "sweep.json");

@@ -44,21 +44,21 @@ struct bert_config {
     char *checkpoint;          /* a Hugging Face BERT folder, or NULL for random initialisation */
     int layers, hidden, heads, intermediate, max_position; /* the model without a checkpoint */
     int epochs;
-    int64_t eval_every;        /* steps between evaluations; 0: once per epoch */
+    int64_t eval_every; /* steps between evaluations; 0: once per epoch */
     int64_t max_train_examples, max_eval_examples; /* 0: all */
     int max_seq_len;
     int eval_batch_size;
-    int threads;               /* per trial; 0: resources_per_trial.cpu, else the cores divided
-                                * among concurrent trials */
+    int threads; /* per trial; 0: resources_per_trial.cpu, else the cores divided
+                  * among concurrent trials */
     int lowercase;
-    char *device_text;         /* "device": cpu (the default), auto, cuda, cuda:N */
-    int tf32;                  /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA */
+    char *device_text;          /* "device": cpu (the default), auto, cuda, cuda:N */
+    int tf32;                   /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA */
     struct tunep_device device; /* device_text, parsed by check() */
 };
 
 static const char *const precisions[] = {"fp32", "tf32", NULL};
 
-#define ROW(name, type, field, lo, hi, def) \
+#define ROW(name, type, field, lo, hi, def)                                                        \
     TUNEP_OPT_ROW(name, type, struct bert_config, field, lo, hi, def)
 /* bert-tiny shapes (L2 H128 A2 I512) for random initialisation. */
 static const struct tunep_option model_options[] = {
@@ -74,7 +74,9 @@ static const struct tunep_option bert_options[] = {
     ROW("dev", TUNEP_OPT_FILE, dev, 0, 0, 0),
     ROW("vocab", TUNEP_OPT_FILE, vocab, 0, 0, 0),
     ROW("checkpoint", TUNEP_OPT_DIR, checkpoint, 0, 0, 0),
-    {.name = "model", .type = TUNEP_OPT_OBJECT, .sub = model_options,
+    {.name = "model",
+     .type = TUNEP_OPT_OBJECT,
+     .sub = model_options,
      .expected = "an object such as {\"layers\": 2}"},
     ROW("epochs", TUNEP_OPT_INT, epochs, 1, 1000, 3),
     ROW("eval_every", TUNEP_OPT_INT64, eval_every, 0, 0, 0),
@@ -85,7 +87,9 @@ static const struct tunep_option bert_options[] = {
     ROW("threads", TUNEP_OPT_INT, threads, 0, 256, 0),
     ROW("lowercase", TUNEP_OPT_BOOL, lowercase, 0, 1, 1),
     ROW("device", TUNEP_OPT_STRING, device_text, 0, 64, 0),
-    {.name = "precision", .type = TUNEP_OPT_CHOICE, .offset = offsetof(struct bert_config, tf32),
+    {.name = "precision",
+     .type = TUNEP_OPT_CHOICE,
+     .offset = offsetof(struct bert_config, tf32),
      .choices = precisions},
     {0},
 };
@@ -140,8 +144,8 @@ static void warn_long_warmup(const struct bert_config *b, const struct tunep_tra
                   "%s: param_space.warmup_steps up to %g is beyond the %lld steps of a bert trial "
                   "with batch_size %lld (%d epoch(s) of %lld examples): such a trial never "
                   "reaches its full learning rate",
-                  ctx->source ? ctx->source : "<string>", w_hi, (long long)steps,
-                  (long long)batch, b->epochs, (long long)n);
+                  ctx->source ? ctx->source : "<string>", w_hi, (long long)steps, (long long)batch,
+                  b->epochs, (long long)n);
 }
 
 static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
@@ -154,9 +158,9 @@ static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *
     if (b->device_text) {
         tune_error perr = {0};
         if (tunep_device_parse(b->device_text, &b->device, &perr) != TUNE_OK)
-            return tunep_opt_fail(e, "device", 0, "%s",
-                                  perr.text[0] ? perr.text
-                                               : "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+            return tunep_opt_fail(
+                e, "device", 0, "%s",
+                perr.text[0] ? perr.text : "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
         if (b->device.kind == TUNEP_DEVICE_CUDA && !TUNE_HAVE_CUDA)
             return tunep_opt_fail(e, "device", 0,
                                   "this build has no CUDA backend (configure with -Dcuda=enabled)");
@@ -195,7 +199,7 @@ struct bert_trainer {
     const struct bert_config *cfg; /* borrowed from the study's config */
     int threads;                   /* per trial */
     double resources_gpu;          /* resources_per_trial.gpu; 0: not given */
-    pthread_mutex_t lock;                        /* guards loading */
+    pthread_mutex_t lock;          /* guards loading */
     tunep_tokenizer *tok;
     struct cached_data cache[MAX_CACHED_LENGTHS];
     int n_cache;
@@ -217,7 +221,7 @@ static int threads_per_trial(const struct bert_config *cfg, const struct tunep_t
     if (cores < 1)
         cores = 1;
     int concurrency = env && env->concurrency > 0 ? env->concurrency : 1;
-    int n = cfg->threads > 0                      ? cfg->threads
+    int n = cfg->threads > 0                ? cfg->threads
             : env && env->resources_cpu > 0 ? env->resources_cpu
                                             : (int)(cores / concurrency);
     return n < 1 ? 1 : n;
@@ -278,7 +282,8 @@ static tune_status get_data(struct bert_trainer *t, int max_seq_len, struct cach
                              MAX_CACHED_LENGTHS);
         goto out;
     }
-    if (!t->tok && (st = tunep_tokenizer_new(t->cfg->vocab, t->cfg->lowercase, &t->tok, &t->load_err)))
+    if (!t->tok &&
+        (st = tunep_tokenizer_new(t->cfg->vocab, t->cfg->lowercase, &t->tok, &t->load_err)))
         goto failed;
     struct tunep_tsv_options opt;
     tunep_tsv_options_default(&opt);
@@ -324,8 +329,7 @@ static double gpu_share(const struct bert_trainer *t)
     return t->resources_gpu > 0 ? t->resources_gpu : 1.0;
 }
 
-static tune_status bert_prepare(void *state, const struct tunep_trainer_env *env,
-                                tune_error *err)
+static tune_status bert_prepare(void *state, const struct tunep_trainer_env *env, tune_error *err)
 {
     struct bert_trainer *t = state;
     t->threads = threads_per_trial(t->cfg, env);
@@ -413,8 +417,8 @@ static tune_status evaluate(struct tunep_bert *m, const tunep_dataset *dev, size
         size_t count = n - start < (size_t)batch_size ? n - start : (size_t)batch_size;
         if ((st = tunep_dataset_batch(dev, order + start, count, b, err)))
             return st;
-        struct tunep_bert_batch bb = {(int)b->B,         (int)b->T, b->input_ids, b->token_type_ids,
-                                      b->attention_mask, b->labels};
+        struct tunep_bert_batch bb = {(int)b->B,         (int)b->T,         b->input_ids,
+                                      b->token_type_ids, b->attention_mask, b->labels};
         double loss;
         if ((st = tunep_bert_forward(m, &bb, 0, 0, &loss, err)) ||
             (st = tunep_bert_logits(m, logits, b->B * (size_t)K, err)))
@@ -597,8 +601,8 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     const struct tunep_device cpu_only = {TUNEP_DEVICE_CPU, -1};
     const struct tunep_device *device =
         t->resources_gpu == 0 && cfg->device.kind == TUNEP_DEVICE_AUTO ? &cpu_only : &cfg->device;
-    if ((st = tunep_device_open(device, gpu >= 0 ? gpu : t->pinned, t->threads, cfg->tf32, &be,
-                                why, sizeof why, &err)) ||
+    if ((st = tunep_device_open(device, gpu >= 0 ? gpu : t->pinned, t->threads, cfg->tf32, &be, why,
+                                sizeof why, &err)) ||
         (st = tunep_bert_new(&mc, B_max, (int)max_seq_len, be, &m, &err)) ||
         (st = tunep_bert_init_weights(m, seed, &err)) ||
         (cfg->checkpoint && (st = tunep_bert_load_hf(m, cfg->checkpoint, 0, &err))))
@@ -621,7 +625,8 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     int64_t total = steps_per_epoch * cfg->epochs;
     int64_t warmup = tune_trial_get_int_or(trial, "warmup_steps", -1);
     if (warmup < 0)
-        warmup = (int64_t)ceil(tune_trial_get_double_or(trial, "warmup_ratio", 0.0) * (double)total);
+        warmup =
+            (int64_t)ceil(tune_trial_get_double_or(trial, "warmup_ratio", 0.0) * (double)total);
     int64_t eval_every = cfg->eval_every > 0 ? cfg->eval_every : steps_per_epoch;
     struct tunep_adamw opt;
     tunep_adamw_default(&opt);
@@ -644,15 +649,16 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
                 step++;
                 continue;
             }
-            size_t count = n_train - start < (size_t)batch_size ? n_train - start
-                                                                 : (size_t)batch_size;
+            size_t count =
+                n_train - start < (size_t)batch_size ? n_train - start : (size_t)batch_size;
             if ((st = tunep_dataset_batch(data->train, order + start, count, &batch, &err)))
                 goto fail;
             struct tunep_bert_batch bb = {(int)batch.B,         (int)batch.T,
                                           batch.input_ids,      batch.token_type_ids,
                                           batch.attention_mask, batch.labels};
             double loss;
-            uint64_t drop_seed = tunep_splitmix64(seed ^ (uint64_t)(step + 1) * 0x9e3779b97f4a7c15ULL);
+            uint64_t drop_seed =
+                tunep_splitmix64(seed ^ (uint64_t)(step + 1) * 0x9e3779b97f4a7c15ULL);
             if ((st = tunep_bert_zero_grad(m, &err)) ||
                 (st = tunep_bert_forward(m, &bb, 1, drop_seed, &loss, &err)) ||
                 (st = tunep_bert_backward(m, &err)) ||
@@ -676,8 +682,8 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
             if ((st = evaluate(m, data->dev, (size_t)cfg->max_eval_examples, cfg->eval_batch_size,
                                eval_order, &batch, logits, mc.K, &ev, &err)))
                 goto fail;
-            const char *names[] = {"epoch",      "step",       "val_accuracy",
-                                   "val_loss",   "train_loss", "examples_per_s"};
+            const char *names[] = {"epoch",    "step",       "val_accuracy",
+                                   "val_loss", "train_loss", "examples_per_s"};
             double values[] = {(double)step / (double)steps_per_epoch,
                                (double)step,
                                ev.accuracy,
@@ -706,7 +712,7 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     }
     st = TUNE_OK;
     goto out;
-fail: {
+fail : {
     char buf[700];
     tune_trial_set_error(trial, "%s", tune_error_format(&err, buf, sizeof buf));
 }

@@ -14,8 +14,8 @@ tune_status tune_study_new_from_json(const char *json, const char *source, tune_
 {
     if (!json || !ret_study)
         return tunep_error_set(err, TUNE_EINVAL, "json and ret_study must not be NULL");
-    return tunep_study_new_from_config(json, strlen(json), source, NULL, NULL, tunep_trainer_types(),
-                                       ret_study, err);
+    return tunep_study_new_from_config(json, strlen(json), source, NULL, NULL,
+                                       tunep_trainer_types(), ret_study, err);
 }
 
 tune_status tune_study_new_with_space_take(const char *json, tune_space *space,

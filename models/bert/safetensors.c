@@ -144,8 +144,7 @@ static tune_status parse_meta(tunep_st_file *f, json_t *meta, tune_error *err)
         return FAIL(TUNE_ENOMEM, "out of memory");
     const char *key;
     json_t *v; /* borrowed */
-    json_object_foreach(meta, key, v)
-    {
+    json_object_foreach(meta, key, v) {
         if (!json_is_string(v))
             return FAIL(TUNE_EIO, "'__metadata__' must be an object mapping strings to strings");
         size_t i = f->n_meta++;
@@ -196,8 +195,7 @@ static tune_status parse_tensor(tunep_st_file *f, size_t i, const char *name, js
                     name);
     const char *key;
     json_t *member; /* borrowed */
-    json_object_foreach(v, key, member)
-    {
+    json_object_foreach(v, key, member) {
         if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0 &&
             strcmp(key, "data_offsets") != 0)
             return FAIL(TUNE_EIO, "tensor '%s': unknown key '%s'", name, key);
@@ -406,8 +404,7 @@ static tune_status parse(tunep_st_file *f, tune_error *err)
     }
     const char *key;
     json_t *v; /* borrowed */
-    json_object_foreach(root, key, v)
-    {
+    json_object_foreach(root, key, v) {
         if (v == meta)
             continue;
         st = parse_tensor(f, f->n, key, v, err);

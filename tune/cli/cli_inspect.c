@@ -109,8 +109,8 @@ int cli_export(int argc, char **argv)
     }
     tune_error err;
     fflush(stdout); /* "--csv -" writes to fd 1 directly */
-    tune_status st = tune_study_export_csv(study, progress ? TUNE_CSV_PROGRESS : TUNE_CSV_RESULTS,
-                                           csv, &err);
+    tune_status st =
+        tune_study_export_csv(study, progress ? TUNE_CSV_PROGRESS : TUNE_CSV_RESULTS, csv, &err);
     if (st)
         cli_print_error(&err);
     tune_study_free(study);

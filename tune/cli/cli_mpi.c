@@ -43,8 +43,8 @@ int cli_mpi_run(tune_study *study, int quiet, int trials_per_rank,
             return cli_exit_code(st);
         }
         if (!quiet)
-            fprintf(stderr, "tune: MPI: controller on rank 0, trials on %d ranks x %d\n",
-                    size - 1, trials_per_rank);
+            fprintf(stderr, "tune: MPI: controller on rank 0, trials on %d ranks x %d\n", size - 1,
+                    trials_per_rank);
         code = run(study, quiet); /* frees the study */
     } else {
         st = tune_mpi_serve(study, trials_per_rank, &err);
