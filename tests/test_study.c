@@ -700,14 +700,13 @@ struct second_run {
     char path[1100];
     tune_status st, st_open, st_resume;
     tune_error err;
-    int tried;
+    atomic_int tried; /* trials run on several worker threads: one of them tries */
 };
 
 static tune_status obj_second_controller(tune_trial *t, void *ud)
 {
     struct second_run *sr = ud;
-    if (!sr->tried) {
-        sr->tried = 1;
+    if (atomic_exchange(&sr->tried, 1) == 0) {
         tune_study *s2 = NULL;
         tune_error e;
         ck_assert_int_eq(tune_study_resume(sr->path, 0, &s2, &e), TUNE_OK);
@@ -735,7 +734,7 @@ START_TEST(one_controller_per_folder)
     tune_study_set_objective(s, obj_second_controller, &sr, NULL);
     tune_error err;
     ck_assert_int_eq(tune_study_run(s, &err), TUNE_OK);
-    ck_assert_int_eq(sr.tried, 1);
+    ck_assert_int_eq(atomic_load(&sr.tried), 1);
     ck_assert_int_eq(sr.st, TUNE_EBUSY);
     ck_assert_msg(strstr(sr.err.text, "another tune run is using this experiment folder (pid ") &&
                       strstr(sr.err.text, "tune resume"),
