@@ -79,13 +79,15 @@ static tune_status load_cublas(struct tunep_cublas_api *api, tune_error *err)
     char path[512];
     const char *dirs[] = {"", TUNEP_CUDA_LIBDIR "/"};
     void *lib = NULL;
-    const char *why = "";
+    /* dlerror's text lives in a buffer the next dlopen may free or reuse, so
+     * the first failure's reason (the loader's path) is copied out. */
+    char why[256] = "";
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !lib; i++) {
         snprintf(path, sizeof path, "%slibcublas.so.%d", dirs[i], CUBLAS_VER_MAJOR);
         lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!lib && i == 0) {
             const char *e = dlerror();
-            why = e ? e : "";
+            snprintf(why, sizeof why, "%s", e ? e : "");
         }
     }
     if (!lib)
