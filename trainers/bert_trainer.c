@@ -167,6 +167,17 @@ static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *
     } else {
         b->device = (struct tunep_device){TUNEP_DEVICE_CPU, -1};
     }
+    /* Process isolation forks each trial from the controller, and preparing a
+     * GPU run initialises CUDA there first (the device count, the pool), which
+     * a forked child cannot use (NVIDIA does not support CUDA across fork).
+     * "auto" is refused too: it takes a GPU whenever the machine running the
+     * sweep has one, which validating elsewhere cannot tell. */
+    if (ctx && ctx->isolation_process && b->device.kind != TUNEP_DEVICE_CPU)
+        return tunep_opt_fail(e, "device", 0,
+                              "\"%s\" cannot be used with \"isolation\": \"process\" (CUDA "
+                              "does not survive the fork of each trial); use \"isolation\": "
+                              "\"thread\", or \"device\": \"cpu\"",
+                              b->device_text);
     if (!b->train)
         return tunep_opt_fail(e, "", 0, "missing key 'train' (a path)");
     if (!b->dev)
