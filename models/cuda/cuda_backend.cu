@@ -230,7 +230,7 @@ extern "C" void tunep_cuda_ctx_free(struct tunep_cuda_ctx *ctx)
     if (ctx->blas)
         (void)ctx->cublas.destroy(ctx->blas);
     (void)cudaFree(ctx->blas_ws);
-    (void)cudaFree(ctx->scratch);
+    (void)cudaFree(ctx->scratch); /* from either allocator; the stream is idle */
     (void)cudaFree(ctx->sumsq);
     if (ctx->stream)
         (void)cudaStreamDestroy(ctx->stream);
@@ -318,14 +318,37 @@ tune_status tunep_cuda_scratch(struct tunep_cuda_ctx *ctx, size_t bytes, void **
         *ret = ctx->scratch;
         return TUNE_OK;
     }
-    /* Work already queued may still read the old block. Growth happens in a
-     * model's first steps only: launchers ask for the most they will need. */
-    TUNEP_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->stream));
+    /* Growth happens in a model's first steps only (launchers ask for the
+     * most they will need), but other trials' streams run on the same GPU
+     * meanwhile, and cudaFree waits for the whole device. The block is
+     * therefore stream-ordered: freed after the work already queued on this
+     * stream has read it and allocated from the device's memory pool, in
+     * stream order, with nothing waiting on the host or elsewhere. */
+    const size_t mib = (size_t)1 << 20;
+    size_t want = (bytes + mib - 1) / mib * mib;
+    if (!ctx->scratch_sync) {
+        if (ctx->scratch)
+            TUNEP_CUDA_TRY(ctx, cudaFreeAsync(ctx->scratch, ctx->stream));
+        ctx->scratch = NULL;
+        ctx->scratch_size = 0;
+        cudaError_t e = cudaMallocAsync(&ctx->scratch, want, ctx->stream);
+        if (e == cudaSuccess) {
+            ctx->scratch_size = want;
+            *ret = ctx->scratch;
+            return TUNE_OK;
+        }
+        if (e != cudaErrorNotSupported)
+            return tunep_cuda_fail(ctx, e, "cudaMallocAsync(&ctx->scratch, want, ctx->stream)",
+                                   __FILE__, __LINE__);
+        /* No memory pools on this device (some virtual GPUs): the blocking way. */
+        (void)cudaGetLastError();
+        ctx->scratch = NULL;
+        ctx->scratch_sync = 1;
+    }
+    TUNEP_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->stream)); /* queued work may read the block */
     TUNEP_CUDA_TRY(ctx, cudaFree(ctx->scratch));
     ctx->scratch = NULL;
     ctx->scratch_size = 0;
-    const size_t mib = (size_t)1 << 20;
-    size_t want = (bytes + mib - 1) / mib * mib;
     TUNEP_CUDA_TRY(ctx, cudaMalloc(&ctx->scratch, want));
     ctx->scratch_size = want;
     *ret = ctx->scratch;
