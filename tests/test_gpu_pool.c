@@ -323,6 +323,35 @@ START_TEST(memory_is_reserved_not_just_checked)
 }
 END_TEST
 
+/* A device disabled after a sticky CUDA error takes no more trials; its
+ * holders still release; with none left, acquire says so. */
+START_TEST(disabled_devices_take_no_trials)
+{
+    struct tunep_gpu_pool *p = make_pool(2, 40 * 1024 * MIB);
+    ck_assert_int_eq(take(p, 0.5), 0);
+    ck_assert_int_eq(take(p, 0.5), 1);
+    tunep_gpu_pool_disable(p, 0);
+    tunep_gpu_pool_disable(p, 9); /* out of range: ignored */
+    /* both hold 0.5 and device 0 would come first (lower index) */
+    ck_assert_int_eq(take(p, 0.5), 1);
+    ck_assert_int_eq(take(p, 0.5), -1); /* device 1 full, a trial runs there: wait */
+    tunep_gpu_pool_release(p, 0, 0.5, 1024 * MIB);
+    ck_assert_int_eq(tunep_gpu_pool_used(p, 0), 0);
+    ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 0);
+    ck_assert_int_eq(take(p, 0.5), -1); /* device 0 free but disabled */
+    tunep_gpu_pool_disable(p, 1);
+    int dev = -99;
+    tune_error err = {0};
+    ck_assert_int_eq(tunep_gpu_pool_acquire(p, 0.5, 0, &dev, &err), TUNE_EDEVICE);
+    ck_assert_msg(strstr(err.text, "no usable GPU left") != NULL, "message: %s", err.text);
+    tunep_gpu_pool_release(p, 1, 0.5, 1024 * MIB);
+    tunep_gpu_pool_release(p, 1, 0.5, 1024 * MIB);
+    ck_assert_int_eq(tunep_gpu_pool_trials(p, 1), 0);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 1), 0);
+    tunep_gpu_pool_free(p);
+}
+END_TEST
+
 /* Without an injected count the pool asks CUDA: on a machine without a GPU
  * (or a build without CUDA) that is an error naming the reason. */
 START_TEST(real_devices_or_a_reason)
@@ -356,6 +385,7 @@ static Suite *gpu_pool_suite(void)
     tcase_add_test(tc, full_devices_are_not_queried);
     tcase_add_test(tc, threads_keep_the_books_balanced);
     tcase_add_test(tc, memory_is_reserved_not_just_checked);
+    tcase_add_test(tc, disabled_devices_take_no_trials);
     tcase_add_test(tc, real_devices_or_a_reason);
     suite_add_tcase(s, tc);
     return s;

@@ -30,6 +30,7 @@
 #include "models/bert/bert.h"
 #include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
+#include "models/cuda/cuda_backend.h"
 #include "models/device/device.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
@@ -744,8 +745,14 @@ out:
     tunep_free(logits);
     tunep_bert_free(m);
     tunep_device_close(be);
-    if (gpu >= 0)
+    if (gpu >= 0) {
+        /* A sticky CUDA error (this trial's or another's) has corrupted the
+         * device's context for the rest of the process: no trial goes there
+         * again, and the retries of the failed ones land elsewhere. */
+        if (tunep_cuda_device_broken(gpu))
+            tunep_gpu_pool_disable(t->pool, gpu);
         tunep_gpu_pool_release(t->pool, gpu, gpu_share(t), gpu_bytes);
+    }
     return st;
 }
 

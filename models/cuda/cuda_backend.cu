@@ -5,9 +5,10 @@
  * memory members of struct tunep_backend (alloc, free, upload, download,
  * memzero, sync), all on the context's stream.
  *
- * Invariants: nothing is global; every entry point first makes its
- * context's device current on the calling thread (trial threads are pooled
- * and contexts may sit on different GPUs); every CUDA or cuBLAS failure
+ * Invariants: nothing is global but one flag per device saying that a
+ * sticky error hit it (tunep_cuda_device_broken); every entry point first
+ * makes its context's device current on the calling thread (trial threads
+ * are pooled and contexts may sit on different GPUs); every CUDA or cuBLAS failure
  * becomes a tune_status whose text names the call, CUDA's message and
  * file:line. Copies synchronise before returning, so the host buffer may be
  * reused or read at once, as with the CPU backend.
@@ -32,13 +33,55 @@ static const char *short_file(const char *file)
     return p ? p : file;
 }
 
+/* ---- sticky errors ------------------------------------------------------- */
+
+/* Devices whose CUDA context a sticky error has corrupted in this process
+ * (written once, 0 -> 1, read by any thread: atomics). */
+static int broken[TUNEP_CUDA_MAX_DEVICES];
+
+extern "C" int tunep_cuda_error_is_sticky(int cuda_error)
+{
+    switch (cuda_error) {
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorAssert:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorLaunchFailure: return 1;
+        default: return 0;
+    }
+}
+
+extern "C" int tunep_cuda_device_broken(int device)
+{
+    if (device < 0 || device >= TUNEP_CUDA_MAX_DEVICES)
+        return 0;
+    return __atomic_load_n(&broken[device], __ATOMIC_ACQUIRE);
+}
+
+/* For a sticky e: marks ctx's device broken and returns what the message
+ * adds; "" otherwise. */
+static const char *note_sticky(const struct tunep_cuda_ctx *ctx, cudaError_t e)
+{
+    if (!tunep_cuda_error_is_sticky((int)e))
+        return "";
+    if (ctx->device >= 0 && ctx->device < TUNEP_CUDA_MAX_DEVICES)
+        __atomic_store_n(&broken[ctx->device], 1, __ATOMIC_RELEASE);
+    return "; a sticky error: this GPU's CUDA context is unusable until the process ends, and no "
+           "new trial starts on it";
+}
+
 tune_status tunep_cuda_fail(struct tunep_cuda_ctx *ctx, cudaError_t e, const char *what,
                             const char *file, int line)
 {
     tune_status code = e == cudaErrorMemoryAllocation ? TUNE_ENOMEM : TUNE_EDEVICE;
     (void)cudaGetLastError(); /* clears a recoverable error; a sticky one stays anyway */
-    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)", what,
-                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line);
+    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)%s", what,
+                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line,
+                       note_sticky(ctx, e));
     tunep_log(TUNE_LOG_ERROR, "%s: %s", ctx->name, ctx->last_err.text);
     return code;
 }
@@ -115,8 +158,9 @@ static tune_status fail_err(struct tunep_cuda_ctx *ctx, tune_error *err, cudaErr
 {
     tune_status code = e == cudaErrorMemoryAllocation ? TUNE_ENOMEM : TUNE_EDEVICE;
     (void)cudaGetLastError();
-    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)", what,
-                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line);
+    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)%s", what,
+                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line,
+                       note_sticky(ctx, e));
     if (err)
         *err = ctx->last_err;
     return code;
@@ -251,6 +295,11 @@ extern "C" tune_status tunep_cuda_ctx_new(const struct tunep_cuda_options *opt,
         return tunep_error_set(err, TUNE_EINVAL, "cuda: NULL argument");
     if ((st = check_device(opt->device, err)) != TUNE_OK)
         return st;
+    if (tunep_cuda_device_broken(opt->device))
+        return tunep_error_set(err, TUNE_EDEVICE,
+                               "cuda:%d is unusable in this process: a sticky CUDA error (such as "
+                               "an illegal address) corrupted its context earlier",
+                               opt->device);
     ctx = (struct tunep_cuda_ctx *)tunep_calloc(1, sizeof *ctx);
     if (!ctx)
         return tunep_error_set(err, TUNE_ENOMEM, "cuda: out of memory");

@@ -27,6 +27,7 @@ struct tunep_gpu_pool {
      * may reserve in all: the free memory seen when the device had none. */
     size_t reserved[TUNEP_GPU_MAX_DEVICES];
     size_t budget[TUNEP_GPU_MAX_DEVICES];
+    int disabled[TUNEP_GPU_MAX_DEVICES]; /* unusable: placed on no more */
     tunep_gpu_mem_fn mem_info;
     void *mem_user;
 };
@@ -99,7 +100,7 @@ static int candidates(const struct tunep_gpu_pool *p, int u, int *order)
 {
     int k = 0;
     for (int d = 0; d < p->n; d++) {
-        if (TUNEP_GPU_UNITS - p->used[d] < u)
+        if (p->disabled[d] || TUNEP_GPU_UNITS - p->used[d] < u)
             continue;
         int i = k++;
         while (i > 0 && p->used[order[i - 1]] > p->used[d]) { /* stable: ties keep index order */
@@ -160,13 +161,22 @@ tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction,
         pool->trials[chosen]++;
         pool->reserved[chosen] += need;
     }
-    /* Short of units or memory: a running trial may free both when it ends. */
-    for (int d = 0; d < pool->n; d++)
-        busy |= pool->trials[d] > 0;
+    /* Short of units or memory: a running trial on a usable device may free
+     * both when it ends. */
+    int usable = 0;
+    for (int d = 0; d < pool->n; d++) {
+        busy |= pool->trials[d] > 0 && !pool->disabled[d];
+        usable += !pool->disabled[d];
+    }
     pthread_mutex_unlock(&pool->lock);
 
     if (st != TUNE_OK)
         return st;
+    if (usable == 0)
+        return tunep_error_set(err, TUNE_EDEVICE,
+                               "no usable GPU left: a sticky CUDA error has made each of the %d "
+                               "unusable in this process",
+                               pool->n);
     *ret_device = chosen;
     if (chosen < 0 && !busy)
         return tunep_error_set(err, TUNE_ENOMEM,
@@ -201,6 +211,15 @@ int tunep_gpu_pool_used(struct tunep_gpu_pool *pool, int device)
     int u = pool->used[device];
     pthread_mutex_unlock(&pool->lock);
     return u;
+}
+
+void tunep_gpu_pool_disable(struct tunep_gpu_pool *pool, int device)
+{
+    if (!pool || device < 0 || device >= pool->n)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    pool->disabled[device] = 1;
+    pthread_mutex_unlock(&pool->lock);
 }
 
 size_t tunep_gpu_pool_reserved(struct tunep_gpu_pool *pool, int device)

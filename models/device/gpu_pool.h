@@ -81,7 +81,7 @@ int tunep_gpu_pool_slots(const struct tunep_gpu_pool *pool, double fraction);
  *    trial holds any device, so waiting would not help. err names each
  *    device's free memory and the need.
  *  - TUNE_EINVAL: fraction not in (0, 1].
- *  - TUNE_EDEVICE: the memory query failed.
+ *  - TUNE_EDEVICE: the memory query failed, or every device is disabled.
  * Devices whose units fit are tried in placement order; a memory shortfall
  * on one moves on to the next.
  */
@@ -97,6 +97,11 @@ void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double frac
 /* Units in use on device (0 for an invalid device), and trials holding it. */
 int tunep_gpu_pool_used(struct tunep_gpu_pool *pool, int device);
 int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device);
+/* Places no more trials on device (a sticky CUDA error made it unusable in
+ * this process); its holders still release. Once every device is disabled,
+ * acquire fails with TUNE_EDEVICE. */
+void tunep_gpu_pool_disable(struct tunep_gpu_pool *pool, int device);
+
 /* Device memory reserved on device by the trials holding it, in bytes. */
 size_t tunep_gpu_pool_reserved(struct tunep_gpu_pool *pool, int device);
 
