@@ -26,8 +26,9 @@ struct tunep_trainer_check_ctx {
      * -1 (no such parameter, or not only numbers). NULL: not known. */
     int (*param_range)(const struct tunep_trainer_check_ctx *ctx, const char *name, double *ret_lo,
                        double *ret_hi);
-    const void *space;  /* for param_range */
-    const char *source; /* the config's name, for warnings; NULL: unknown */
+    const void *space;     /* for param_range */
+    const char *source;    /* the config's name, for warnings; NULL: unknown */
+    int isolation_process; /* "isolation": "process": each trial in a forked child */
 };
 
 /* Where the trainer runs: given to prepare() before the first trial. */

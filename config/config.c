@@ -163,8 +163,12 @@ static tune_status check_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
             return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
         for (size_t i = 0; i < c->space->n; i++)
             names[i] = c->space->params[i].name;
-        struct tunep_trainer_check_ctx cc = {names, c->space->n, param_range, c->space,
-                                             ctx->source};
+        struct tunep_trainer_check_ctx cc = {.param_names = names,
+                                             .n_params = c->space->n,
+                                             .param_range = param_range,
+                                             .space = c->space,
+                                             .source = ctx->source,
+                                             .isolation_process = c->isolation_process};
         struct tunep_opt_error e = {.code = TUNE_OK};
         if (c->trainer->check(c->trainer_cfg, &cc, &e)) {
             tunep_cfgpath_push_key(path, "trainer");

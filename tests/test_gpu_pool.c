@@ -5,7 +5,8 @@
  * total (Ray Tune bug #5902), 0.1 x 10 and 1/3 x 3 fill a device exactly,
  * placement spreads and is deterministic, free memory is checked before a
  * start (moving on to another device, waiting, or failing when waiting
- * cannot help), releases give back exactly what was taken, and concurrent
+ * cannot help) and reserved, so that trials started together never take
+ * more than was free, releases give back exactly what was taken, and concurrent
  * acquire/release from threads keeps the books balanced.
  */
 #include <math.h>
@@ -74,7 +75,7 @@ START_TEST(quarter_gpu_packs_four_per_device)
     ck_assert_int_eq(tunep_gpu_pool_used(p, 0), TUNEP_GPU_UNITS);
     ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 4);
     ck_assert_int_eq(take(p, 0.25), -1); /* full: wait */
-    tunep_gpu_pool_release(p, 0, 0.25);
+    tunep_gpu_pool_release(p, 0, 0.25, 1024 * MIB);
     ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 3);
     ck_assert_int_eq(take(p, 0.25), 0);
     ck_assert_int_eq(tunep_gpu_pool_slots(p, 0.25), 4);
@@ -111,7 +112,7 @@ START_TEST(exact_fills)
     ck_assert_int_eq(take(p, 0.1), -1);
     ck_assert_int_eq(tunep_gpu_pool_used(p, 0), TUNEP_GPU_UNITS);
     for (int i = 0; i < 10; i++)
-        tunep_gpu_pool_release(p, 0, 0.1);
+        tunep_gpu_pool_release(p, 0, 0.1, 1024 * MIB);
     ck_assert_int_eq(tunep_gpu_pool_used(p, 0), 0);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(take(p, 1.0 / 3.0), 0);
@@ -132,9 +133,9 @@ START_TEST(placement_spreads_deterministically)
     for (int i = 0; i < 12; i++)
         ck_assert_int_eq(take(p, 0.25), want[i]);
     ck_assert_int_eq(take(p, 0.25), -1);
-    tunep_gpu_pool_release(p, 1, 0.25);
-    tunep_gpu_pool_release(p, 1, 0.25);
-    tunep_gpu_pool_release(p, 2, 0.25);
+    tunep_gpu_pool_release(p, 1, 0.25, 1024 * MIB);
+    tunep_gpu_pool_release(p, 1, 0.25, 1024 * MIB);
+    tunep_gpu_pool_release(p, 2, 0.25, 1024 * MIB);
     /* device 1 has 0.5 free, device 2 0.25: a 0.5 trial goes to 1, then 0.25 to 2 */
     ck_assert_int_eq(take(p, 0.5), 1);
     ck_assert_int_eq(take(p, 0.25), 2);
@@ -153,8 +154,8 @@ START_TEST(memory_is_checked_before_a_start)
     /* device 1's units are full, device 0 lacks memory, a trial runs: wait */
     ck_assert_int_eq(take(p, 0.5), -1);
     /* nothing running anywhere and no memory: waiting cannot help */
-    tunep_gpu_pool_release(p, 1, 0.5);
-    tunep_gpu_pool_release(p, 1, 0.5);
+    tunep_gpu_pool_release(p, 1, 0.5, 1024 * MIB);
+    tunep_gpu_pool_release(p, 1, 0.5, 1024 * MIB);
     gpus.free_mem[1] = 100 * MIB;
     int dev = -99;
     tune_error err = {0};
@@ -185,9 +186,9 @@ START_TEST(bad_fractions_and_releases)
         ck_assert_int_eq(tunep_gpu_pool_slots(p, bad[i]), 0);
     }
     /* releases without an acquire never drive the books negative */
-    tunep_gpu_pool_release(p, 0, 0.5);
-    tunep_gpu_pool_release(p, 7, 0.5);
-    tunep_gpu_pool_release(p, -1, 0.5);
+    tunep_gpu_pool_release(p, 0, 0.5, 1024 * MIB);
+    tunep_gpu_pool_release(p, 7, 0.5, 1024 * MIB);
+    tunep_gpu_pool_release(p, -1, 0.5, 1024 * MIB);
     ck_assert_int_eq(tunep_gpu_pool_used(p, 0), 0);
     ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 0);
     ck_assert_int_eq(take(p, 1.0), 0);
@@ -238,9 +239,10 @@ static void *worker(void *v)
             continue;
         if (dev < 0)
             continue;
-        if (tunep_gpu_pool_used(a->pool, dev) > TUNEP_GPU_UNITS)
+        if (tunep_gpu_pool_used(a->pool, dev) > TUNEP_GPU_UNITS ||
+            tunep_gpu_pool_reserved(a->pool, dev) > 40 * 1024 * MIB)
             a->over = 1;
-        tunep_gpu_pool_release(a->pool, dev, 0.25);
+        tunep_gpu_pool_release(a->pool, dev, 0.25, 0);
     }
     return NULL;
 }
@@ -263,6 +265,89 @@ START_TEST(threads_keep_the_books_balanced)
     ck_assert_int_eq(tunep_gpu_pool_used(p, 1), 0);
     ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 0);
     ck_assert_int_eq(tunep_gpu_pool_trials(p, 1), 0);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 0), 0);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 1), 0);
+    tunep_gpu_pool_free(p);
+}
+END_TEST
+
+/* Acquires with `need` bytes; the device, or -1. */
+static int take_mem(struct tunep_gpu_pool *p, double f, size_t need)
+{
+    int dev = -99;
+    tune_error err = {0};
+    ck_assert_int_eq(tunep_gpu_pool_acquire(p, f, need, &dev, &err), TUNE_OK);
+    return dev;
+}
+
+/* Trials started together have allocated nothing yet, so the free memory
+ * the pool sees does not move: the reservations alone keep them within what
+ * was free. */
+START_TEST(memory_is_reserved_not_just_checked)
+{
+    const size_t GIB = 1024 * MIB;
+    struct tunep_gpu_pool *p = make_pool(1, 10 * GIB);
+    ck_assert_int_eq(take_mem(p, 0.25, 4 * GIB), 0);
+    ck_assert_int_eq(take_mem(p, 0.25, 4 * GIB), 0);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 0), 8 * GIB);
+    /* units free and 10 GiB still reported free, but only 2 GiB unreserved */
+    ck_assert_int_eq(take_mem(p, 0.25, 4 * GIB), -1);
+    ck_assert_int_eq(take_mem(p, 0.25, 2 * GIB), 0);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 0), 10 * GIB);
+    /* a release gives its memory back */
+    tunep_gpu_pool_release(p, 0, 0.25, 4 * GIB);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 0), 6 * GIB);
+    /* the trials have allocated now (2 GiB free): the free-memory check holds too */
+    gpus.free_mem[0] = 2 * GIB;
+    ck_assert_int_eq(take_mem(p, 0.25, 3 * GIB), -1);
+    /* a release larger than what is left never wraps around */
+    tunep_gpu_pool_release(p, 0, 0.25, 4 * GIB);
+    tunep_gpu_pool_release(p, 0, 0.25, 8 * GIB);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 0), 0);
+    ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 0);
+    /* an idle device's budget is its free memory again */
+    gpus.free_mem[0] = 10 * GIB;
+    ck_assert_int_eq(take_mem(p, 0.5, 6 * GIB), 0);
+    ck_assert_int_eq(take_mem(p, 0.5, 6 * GIB), -1);
+    tunep_gpu_pool_free(p);
+
+    /* two devices: device 0 comes first (more free units) and reports 10 GiB
+     * free, but 8 of them are reserved: the trial goes to device 1 */
+    p = make_pool(2, 10 * GIB);
+    ck_assert_int_eq(take_mem(p, 0.25, 8 * GIB), 0);
+    ck_assert_int_eq(take_mem(p, 0.5, 1 * GIB), 1);
+    ck_assert_int_eq(take_mem(p, 0.25, 4 * GIB), 1);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 0), 8 * GIB);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 1), 5 * GIB);
+    tunep_gpu_pool_free(p);
+}
+END_TEST
+
+/* A device disabled after a sticky CUDA error takes no more trials; its
+ * holders still release; with none left, acquire says so. */
+START_TEST(disabled_devices_take_no_trials)
+{
+    struct tunep_gpu_pool *p = make_pool(2, 40 * 1024 * MIB);
+    ck_assert_int_eq(take(p, 0.5), 0);
+    ck_assert_int_eq(take(p, 0.5), 1);
+    tunep_gpu_pool_disable(p, 0);
+    tunep_gpu_pool_disable(p, 9); /* out of range: ignored */
+    /* both hold 0.5 and device 0 would come first (lower index) */
+    ck_assert_int_eq(take(p, 0.5), 1);
+    ck_assert_int_eq(take(p, 0.5), -1); /* device 1 full, a trial runs there: wait */
+    tunep_gpu_pool_release(p, 0, 0.5, 1024 * MIB);
+    ck_assert_int_eq(tunep_gpu_pool_used(p, 0), 0);
+    ck_assert_int_eq(tunep_gpu_pool_trials(p, 0), 0);
+    ck_assert_int_eq(take(p, 0.5), -1); /* device 0 free but disabled */
+    tunep_gpu_pool_disable(p, 1);
+    int dev = -99;
+    tune_error err = {0};
+    ck_assert_int_eq(tunep_gpu_pool_acquire(p, 0.5, 0, &dev, &err), TUNE_EDEVICE);
+    ck_assert_msg(strstr(err.text, "no usable GPU left") != NULL, "message: %s", err.text);
+    tunep_gpu_pool_release(p, 1, 0.5, 1024 * MIB);
+    tunep_gpu_pool_release(p, 1, 0.5, 1024 * MIB);
+    ck_assert_int_eq(tunep_gpu_pool_trials(p, 1), 0);
+    ck_assert_uint_eq(tunep_gpu_pool_reserved(p, 1), 0);
     tunep_gpu_pool_free(p);
 }
 END_TEST
@@ -299,6 +384,8 @@ static Suite *gpu_pool_suite(void)
     tcase_add_test(tc, memory_query_failure_is_reported);
     tcase_add_test(tc, full_devices_are_not_queried);
     tcase_add_test(tc, threads_keep_the_books_balanced);
+    tcase_add_test(tc, memory_is_reserved_not_just_checked);
+    tcase_add_test(tc, disabled_devices_take_no_trials);
     tcase_add_test(tc, real_devices_or_a_reason);
     suite_add_tcase(s, tc);
     return s;

@@ -30,6 +30,7 @@
 #include "models/bert/bert.h"
 #include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
+#include "models/cuda/cuda_backend.h"
 #include "models/device/device.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
@@ -167,6 +168,17 @@ static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *
     } else {
         b->device = (struct tunep_device){TUNEP_DEVICE_CPU, -1};
     }
+    /* Process isolation forks each trial from the controller, and preparing a
+     * GPU run initialises CUDA there first (the device count, the pool), which
+     * a forked child cannot use (NVIDIA does not support CUDA across fork).
+     * "auto" is refused too: it takes a GPU whenever the machine running the
+     * sweep has one, which validating elsewhere cannot tell. */
+    if (ctx && ctx->isolation_process && b->device.kind != TUNEP_DEVICE_CPU)
+        return tunep_opt_fail(e, "device", 0,
+                              "\"%s\" cannot be used with \"isolation\": \"process\" (CUDA "
+                              "does not survive the fork of each trial); use \"isolation\": "
+                              "\"thread\", or \"device\": \"cpu\"",
+                              b->device_text);
     if (!b->train)
         return tunep_opt_fail(e, "", 0, "missing key 'train' (a path)");
     if (!b->dev)
@@ -370,14 +382,14 @@ static void bert_resources(const void *state, const struct tunep_trainer_env *en
  * do not use the pool). When none is free now, the trial waits for one: the
  * pool answers "wait" only while other trials hold GPUs, so a release comes.
  */
-static tune_status take_gpu(struct bert_trainer *t, int *ret_gpu, tune_error *err)
+static tune_status take_gpu(struct bert_trainer *t, size_t mem_bytes, int *ret_gpu, tune_error *err)
 {
     *ret_gpu = -1;
     if (!t->pool)
         return TUNE_OK;
     for (;;) {
         int dev = -1;
-        tune_status st = tunep_gpu_pool_acquire(t->pool, gpu_share(t), 0, &dev, err);
+        tune_status st = tunep_gpu_pool_acquire(t->pool, gpu_share(t), mem_bytes, &dev, err);
         if (st || dev >= 0) {
             *ret_gpu = dev;
             return st;
@@ -520,7 +532,8 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     const struct bert_config *cfg = t->cfg;
     tune_error err = {0};
     struct tunep_backend *be = NULL;
-    int gpu = -1; /* the pool's GPU for this trial, released at the end */
+    int gpu = -1;         /* the pool's GPU for this trial, released at the end */
+    size_t gpu_bytes = 0; /* the device memory reserved with it */
     struct tunep_bert *m = NULL;
     size_t *order = NULL, *eval_order = NULL;
     float *logits = NULL;
@@ -595,7 +608,16 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
      * device fails the trial with the reason (prepare() already stopped a
      * whole run). The GPU pool's per-trial device will replace the -1. */
     char why[300] = "";
-    if ((st = take_gpu(t, &gpu, &err)))
+    if (t->pool) {
+        /* The pool reserves what the model will allocate (fp32 on a GPU), so
+         * that trials started together cannot oversubscribe the device. */
+        struct tunep_bert_memory mem;
+        if ((st = tunep_bert_memory_estimate(&mc, B_max, (int)max_seq_len, sizeof(float), &mem,
+                                             &err)))
+            goto fail;
+        gpu_bytes = mem.total;
+    }
+    if ((st = take_gpu(t, gpu_bytes, &gpu, &err)))
         goto fail;
     /* resources_per_trial {"gpu": 0} keeps "auto" trials on the CPU, as in Ray. */
     const struct tunep_device cpu_only = {TUNEP_DEVICE_CPU, -1};
@@ -723,8 +745,14 @@ out:
     tunep_free(logits);
     tunep_bert_free(m);
     tunep_device_close(be);
-    if (gpu >= 0)
-        tunep_gpu_pool_release(t->pool, gpu, gpu_share(t));
+    if (gpu >= 0) {
+        /* A sticky CUDA error (this trial's or another's) has corrupted the
+         * device's context for the rest of the process: no trial goes there
+         * again, and the retries of the failed ones land elsewhere. */
+        if (tunep_cuda_device_broken(gpu))
+            tunep_gpu_pool_disable(t->pool, gpu);
+        tunep_gpu_pool_release(t->pool, gpu, gpu_share(t), gpu_bytes);
+    }
     return st;
 }
 

@@ -227,6 +227,29 @@ struct tunep_bert_layout {
 tune_status tunep_bert_layout_compute(const struct tunep_bert_config *cfg, int batch, int seq_len,
                                       struct tunep_bert_layout *ret_layout, tune_error *err);
 
+/*
+ * Device memory one model of (cfg, batch, seq_len) takes on a GPU backend,
+ * in bytes, each part from the layout: weights, their gradients, AdamW's m
+ * and v (param_total elements each), the activations and their gradients
+ * (act_total + grad_total), the token inputs ((3 B T + B) int32), and the
+ * workspace: the largest scratch a kernel asks for (attention backward, 7
+ * B T C elements; the embedding sort and the column sums take less) plus
+ * TUNEP_BERT_MEM_BACKEND_BYTES for what a backend context keeps per trial.
+ * The process's CUDA context is not included: it is there before the first
+ * trial and shared by all of a process's trials. An estimate, not a
+ * measurement (the allocator rounds blocks up).
+ */
+#define TUNEP_BERT_MEM_BACKEND_BYTES ((size_t)64 << 20) /* cuBLAS handle + 32 MiB workspace */
+struct tunep_bert_memory {
+    size_t weights, grads, adam, acts, inputs, workspace;
+    size_t total; /* their sum */
+};
+/* elem_bytes: sizeof the model's real (4 on a GPU). TUNE_EINVAL as
+ * tunep_bert_layout_compute, or for elem_bytes 0. */
+tune_status tunep_bert_memory_estimate(const struct tunep_bert_config *cfg, int batch, int seq_len,
+                                       size_t elem_bytes, struct tunep_bert_memory *ret_mem,
+                                       tune_error *err);
+
 /* ---- one training batch -------------------------------------------------- */
 
 /* Host arrays of B*T (labels: B) int32 values, borrowed for the call. */

@@ -187,3 +187,27 @@ tune_status tunep_bert_layout_compute(const struct tunep_bert_config *cfg, int b
     *ret_layout = lay;
     return TUNE_OK;
 }
+
+tune_status tunep_bert_memory_estimate(const struct tunep_bert_config *cfg, int batch, int seq_len,
+                                       size_t elem_bytes, struct tunep_bert_memory *ret_mem,
+                                       tune_error *err)
+{
+    if (!ret_mem || elem_bytes == 0)
+        return tunep_error_set(err, TUNE_EINVAL, "bert memory estimate: bad argument");
+    struct tunep_bert_layout lay;
+    tune_status st = tunep_bert_layout_compute(cfg, batch, seq_len, &lay, err);
+    if (st != TUNE_OK)
+        return st;
+    const size_t B = (size_t)batch, T = (size_t)seq_len, C = (size_t)cfg->C;
+    struct tunep_bert_memory mem = {
+        .weights = lay.param_total * elem_bytes,
+        .grads = lay.param_total * elem_bytes,
+        .adam = 2 * lay.param_total * elem_bytes,
+        .acts = (lay.act_total + lay.grad_total) * elem_bytes,
+        .inputs = (3 * B * T + B) * sizeof(int32_t),
+        .workspace = 7 * B * T * C * elem_bytes + TUNEP_BERT_MEM_BACKEND_BYTES,
+    };
+    mem.total = mem.weights + mem.grads + mem.adam + mem.acts + mem.inputs + mem.workspace;
+    *ret_mem = mem;
+    return TUNE_OK;
+}

@@ -68,6 +68,20 @@ static __global__ void unpermute_kernel(float *dst0, float *dst1, float *dst2, c
     }
 }
 
+/*
+ * The softmax rows' element e = R T + j (the index of its dropout draw) is
+ * word e % 4 of Philox block e / 4. A lane takes whole blocks: blocks
+ * g = first + lane, first + lane + 32, ... of the row, and in each the
+ * columns 4 g + k - R T (k = 0..3) that lie in [0, T). So one Philox call
+ * gives a lane four draws, each picked by a constant k (registers, not
+ * local memory), and no lane reads a column another lane wrote.
+ */
+static __device__ __forceinline__ int block_col(size_t g, int k, size_t base, int T)
+{
+    size_t e = 4 * g + (size_t)k;
+    return e >= base && e < base + (size_t)T ? (int)(e - base) : -1;
+}
+
 /* Row R = (b h) T + i of att holds the scaled scores; replaces them with
  * probabilities and, when thr > 0, writes the dropped-out row to att_drop. */
 static __global__ void softmax_fwd_kernel(float *att, float *att_drop, const int32_t *mask, int NH,
@@ -81,34 +95,60 @@ static __global__ void softmax_fwd_kernel(float *att, float *att_drop, const int
     size_t b = R / (size_t)T / (size_t)NH;
     const int32_t *mb = mask + b * (size_t)T;
     float *row = att + R * (size_t)T;
+    size_t base = R * (size_t)T, first = base / 4, end = (base + (size_t)T + 3) / 4;
     int any = 0;
-    for (int j = lane; j < T; j += 32)
-        any |= mb[j] != 0;
+    for (size_t g = first + lane; g < end; g += 32)
+        for (int k = 0; k < 4; k++) {
+            int j = block_col(g, k, base, T);
+            any |= j >= 0 && mb[j] != 0;
+        }
     if (!__any_sync(TUNEP_FULL_MASK, any)) {
         /* Every key is padding: Hugging Face's scores all collapse to
          * finfo.min, whose softmax is uniform. */
-        for (int j = lane; j < T; j += 32)
-            row[j] = uniform;
+        for (size_t g = first + lane; g < end; g += 32)
+            for (int k = 0; k < 4; k++) {
+                int j = block_col(g, k, base, T);
+                if (j >= 0)
+                    row[j] = uniform;
+            }
     } else {
         float mx = -INFINITY;
-        for (int j = lane; j < T; j += 32)
-            mx = (mb[j] != 0 && row[j] > mx) ? row[j] : mx;
+        for (size_t g = first + lane; g < end; g += 32)
+            for (int k = 0; k < 4; k++) {
+                int j = block_col(g, k, base, T);
+                if (j >= 0 && mb[j] != 0 && row[j] > mx)
+                    mx = row[j];
+            }
         mx = tunep_warp_max(mx);
         float s = 0.0f;
-        for (int j = lane; j < T; j += 32) {
-            float e = mb[j] != 0 ? expf(row[j] - mx) : 0.0f;
-            row[j] = e;
-            s += e;
-        }
+        for (size_t g = first + lane; g < end; g += 32)
+            for (int k = 0; k < 4; k++) {
+                int j = block_col(g, k, base, T);
+                if (j < 0)
+                    continue;
+                float e = mb[j] != 0 ? expf(row[j] - mx) : 0.0f;
+                row[j] = e;
+                s += e;
+            }
         float inv = 1.0f / tunep_warp_sum(s);
-        for (int j = lane; j < T; j += 32)
-            row[j] *= inv;
+        for (size_t g = first + lane; g < end; g += 32)
+            for (int k = 0; k < 4; k++) {
+                int j = block_col(g, k, base, T);
+                if (j >= 0)
+                    row[j] *= inv;
+            }
     }
     if (thr > 0) {
         float *drow = att_drop + R * (size_t)T;
-        for (int j = lane; j < T; j += 32) {
-            uint32_t r = tunep_rng_u32_at(seed, stream, (uint64_t)R * (uint64_t)T + (uint64_t)j);
-            drow[j] = __fmul_rn(row[j], r >= thr ? keep_scale : 0.0f);
+        for (size_t g = first + lane; g < end; g += 32) {
+            uint32_t r[4];
+            tunep_philox4x32(r, g, stream, seed); /* tunep_rng_u32_at's block g */
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                int j = block_col(g, k, base, T);
+                if (j >= 0)
+                    drow[j] = __fmul_rn(row[j], r[k] >= thr ? keep_scale : 0.0f);
+            }
         }
     }
 }

@@ -5,9 +5,10 @@
  * memory members of struct tunep_backend (alloc, free, upload, download,
  * memzero, sync), all on the context's stream.
  *
- * Invariants: nothing is global; every entry point first makes its
- * context's device current on the calling thread (trial threads are pooled
- * and contexts may sit on different GPUs); every CUDA or cuBLAS failure
+ * Invariants: nothing is global but one flag per device saying that a
+ * sticky error hit it (tunep_cuda_device_broken); every entry point first
+ * makes its context's device current on the calling thread (trial threads
+ * are pooled and contexts may sit on different GPUs); every CUDA or cuBLAS failure
  * becomes a tune_status whose text names the call, CUDA's message and
  * file:line. Copies synchronise before returning, so the host buffer may be
  * reused or read at once, as with the CPU backend.
@@ -32,13 +33,55 @@ static const char *short_file(const char *file)
     return p ? p : file;
 }
 
+/* ---- sticky errors ------------------------------------------------------- */
+
+/* Devices whose CUDA context a sticky error has corrupted in this process
+ * (written once, 0 -> 1, read by any thread: atomics). */
+static int broken[TUNEP_CUDA_MAX_DEVICES];
+
+extern "C" int tunep_cuda_error_is_sticky(int cuda_error)
+{
+    switch (cuda_error) {
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorAssert:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorLaunchFailure: return 1;
+        default: return 0;
+    }
+}
+
+extern "C" int tunep_cuda_device_broken(int device)
+{
+    if (device < 0 || device >= TUNEP_CUDA_MAX_DEVICES)
+        return 0;
+    return __atomic_load_n(&broken[device], __ATOMIC_ACQUIRE);
+}
+
+/* For a sticky e: marks ctx's device broken and returns what the message
+ * adds; "" otherwise. */
+static const char *note_sticky(const struct tunep_cuda_ctx *ctx, cudaError_t e)
+{
+    if (!tunep_cuda_error_is_sticky((int)e))
+        return "";
+    if (ctx->device >= 0 && ctx->device < TUNEP_CUDA_MAX_DEVICES)
+        __atomic_store_n(&broken[ctx->device], 1, __ATOMIC_RELEASE);
+    return "; a sticky error: this GPU's CUDA context is unusable until the process ends, and no "
+           "new trial starts on it";
+}
+
 tune_status tunep_cuda_fail(struct tunep_cuda_ctx *ctx, cudaError_t e, const char *what,
                             const char *file, int line)
 {
     tune_status code = e == cudaErrorMemoryAllocation ? TUNE_ENOMEM : TUNE_EDEVICE;
     (void)cudaGetLastError(); /* clears a recoverable error; a sticky one stays anyway */
-    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)", what,
-                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line);
+    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)%s", what,
+                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line,
+                       note_sticky(ctx, e));
     tunep_log(TUNE_LOG_ERROR, "%s: %s", ctx->name, ctx->last_err.text);
     return code;
 }
@@ -79,13 +122,15 @@ static tune_status load_cublas(struct tunep_cublas_api *api, tune_error *err)
     char path[512];
     const char *dirs[] = {"", TUNEP_CUDA_LIBDIR "/"};
     void *lib = NULL;
-    const char *why = "";
+    /* dlerror's text lives in a buffer the next dlopen may free or reuse, so
+     * the first failure's reason (the loader's path) is copied out. */
+    char why[256] = "";
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !lib; i++) {
         snprintf(path, sizeof path, "%slibcublas.so.%d", dirs[i], CUBLAS_VER_MAJOR);
         lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!lib && i == 0) {
             const char *e = dlerror();
-            why = e ? e : "";
+            snprintf(why, sizeof why, "%s", e ? e : "");
         }
     }
     if (!lib)
@@ -113,8 +158,9 @@ static tune_status fail_err(struct tunep_cuda_ctx *ctx, tune_error *err, cudaErr
 {
     tune_status code = e == cudaErrorMemoryAllocation ? TUNE_ENOMEM : TUNE_EDEVICE;
     (void)cudaGetLastError();
-    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)", what,
-                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line);
+    tunep_error_set_at(&ctx->last_err, code, ctx->name, 0, 0, "%s failed: %s (%s, %s:%d)%s", what,
+                       cudaGetErrorString(e), cudaGetErrorName(e), short_file(file), line,
+                       note_sticky(ctx, e));
     if (err)
         *err = ctx->last_err;
     return code;
@@ -228,7 +274,7 @@ extern "C" void tunep_cuda_ctx_free(struct tunep_cuda_ctx *ctx)
     if (ctx->blas)
         (void)ctx->cublas.destroy(ctx->blas);
     (void)cudaFree(ctx->blas_ws);
-    (void)cudaFree(ctx->scratch);
+    (void)cudaFree(ctx->scratch); /* from either allocator; the stream is idle */
     (void)cudaFree(ctx->sumsq);
     if (ctx->stream)
         (void)cudaStreamDestroy(ctx->stream);
@@ -249,6 +295,11 @@ extern "C" tune_status tunep_cuda_ctx_new(const struct tunep_cuda_options *opt,
         return tunep_error_set(err, TUNE_EINVAL, "cuda: NULL argument");
     if ((st = check_device(opt->device, err)) != TUNE_OK)
         return st;
+    if (tunep_cuda_device_broken(opt->device))
+        return tunep_error_set(err, TUNE_EDEVICE,
+                               "cuda:%d is unusable in this process: a sticky CUDA error (such as "
+                               "an illegal address) corrupted its context earlier",
+                               opt->device);
     ctx = (struct tunep_cuda_ctx *)tunep_calloc(1, sizeof *ctx);
     if (!ctx)
         return tunep_error_set(err, TUNE_ENOMEM, "cuda: out of memory");
@@ -316,14 +367,37 @@ tune_status tunep_cuda_scratch(struct tunep_cuda_ctx *ctx, size_t bytes, void **
         *ret = ctx->scratch;
         return TUNE_OK;
     }
-    /* Work already queued may still read the old block. Growth happens in a
-     * model's first steps only: launchers ask for the most they will need. */
-    TUNEP_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->stream));
+    /* Growth happens in a model's first steps only (launchers ask for the
+     * most they will need), but other trials' streams run on the same GPU
+     * meanwhile, and cudaFree waits for the whole device. The block is
+     * therefore stream-ordered: freed after the work already queued on this
+     * stream has read it and allocated from the device's memory pool, in
+     * stream order, with nothing waiting on the host or elsewhere. */
+    const size_t mib = (size_t)1 << 20;
+    size_t want = (bytes + mib - 1) / mib * mib;
+    if (!ctx->scratch_sync) {
+        if (ctx->scratch)
+            TUNEP_CUDA_TRY(ctx, cudaFreeAsync(ctx->scratch, ctx->stream));
+        ctx->scratch = NULL;
+        ctx->scratch_size = 0;
+        cudaError_t e = cudaMallocAsync(&ctx->scratch, want, ctx->stream);
+        if (e == cudaSuccess) {
+            ctx->scratch_size = want;
+            *ret = ctx->scratch;
+            return TUNE_OK;
+        }
+        if (e != cudaErrorNotSupported)
+            return tunep_cuda_fail(ctx, e, "cudaMallocAsync(&ctx->scratch, want, ctx->stream)",
+                                   __FILE__, __LINE__);
+        /* No memory pools on this device (some virtual GPUs): the blocking way. */
+        (void)cudaGetLastError();
+        ctx->scratch = NULL;
+        ctx->scratch_sync = 1;
+    }
+    TUNEP_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->stream)); /* queued work may read the block */
     TUNEP_CUDA_TRY(ctx, cudaFree(ctx->scratch));
     ctx->scratch = NULL;
     ctx->scratch_size = 0;
-    const size_t mib = (size_t)1 << 20;
-    size_t want = (bytes + mib - 1) / mib * mib;
     TUNEP_CUDA_TRY(ctx, cudaMalloc(&ctx->scratch, want));
     ctx->scratch_size = want;
     *ret = ctx->scratch;

@@ -46,6 +46,21 @@ tune_status tunep_cuda_mem_info(int device, size_t *ret_free, size_t *ret_total,
 /* The device's name ("NVIDIA H200") into buf; "" on failure. */
 tune_status tunep_cuda_device_name(int device, char *buf, size_t size, tune_error *err);
 
+/*
+ * Sticky errors. Some CUDA errors (an illegal or misaligned address, an
+ * illegal instruction, a device-side assert, a launch failure or timeout)
+ * corrupt the device's CUDA context for the rest of the process: every later
+ * call on that device, by any trial, fails the same way. The backend marks
+ * the device when one of them fails a trial (the trial's message says so),
+ * refuses new backends on it, and the GPU pool's users stop placing trials
+ * on it. Only a new process clears it.
+ */
+#define TUNEP_CUDA_MAX_DEVICES 256
+/* 1 when cuda_error (a cudaError_t value) is one of the sticky errors. */
+int tunep_cuda_error_is_sticky(int cuda_error);
+/* 1 when a sticky error hit `device` in this process (0 without CUDA). */
+int tunep_cuda_device_broken(int device);
+
 /* How a CUDA backend computes. */
 struct tunep_cuda_options {
     int device; /* CUDA device index, >= 0 */

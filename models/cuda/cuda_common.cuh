@@ -49,6 +49,7 @@ struct tunep_cuda_ctx {
     void *blas_ws;
     void *scratch; /* grown on demand; contents live for one launcher call */
     size_t scratch_size;
+    int scratch_sync;    /* the device has no stream-ordered allocator: cudaMalloc/cudaFree */
     double *sumsq;       /* TUNEP_CUDA_SUMSQ_BLOCKS partial sums, then the total */
     tune_error last_err; /* the last launcher failure, for messages */
 };

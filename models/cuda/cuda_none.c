@@ -45,3 +45,15 @@ void tunep_cuda_backend_free(struct tunep_backend *backend)
 {
     (void)backend;
 }
+
+int tunep_cuda_error_is_sticky(int cuda_error)
+{
+    (void)cuda_error;
+    return 0;
+}
+
+int tunep_cuda_device_broken(int device)
+{
+    (void)device;
+    return 0;
+}

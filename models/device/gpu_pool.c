@@ -2,8 +2,9 @@
  * gpu_pool.c - packing fractional-GPU trials onto devices, each device by
  * its own free share (see gpu_pool.h for the rules and Ray's bug #5902).
  *
- * Invariant: 0 <= used[d] <= TUNEP_GPU_UNITS and trials[d] >= 0 for every
- * device, changed only under the mutex. Memory is queried, under the mutex
+ * Invariant: 0 <= used[d] <= TUNEP_GPU_UNITS, trials[d] >= 0 and
+ * reserved[d] <= budget[d] for every device, changed only under the mutex;
+ * reserved[d] == 0 when trials[d] == 0. Memory is queried, under the mutex
  * so that two acquires never judge the same free memory, only for devices
  * whose units fit.
  */
@@ -22,6 +23,11 @@ struct tunep_gpu_pool {
     int n;
     int used[TUNEP_GPU_MAX_DEVICES];   /* units reserved */
     int trials[TUNEP_GPU_MAX_DEVICES]; /* reservations held */
+    /* Device memory reserved by the trials holding the device, and what they
+     * may reserve in all: the free memory seen when the device had none. */
+    size_t reserved[TUNEP_GPU_MAX_DEVICES];
+    size_t budget[TUNEP_GPU_MAX_DEVICES];
+    int disabled[TUNEP_GPU_MAX_DEVICES]; /* unusable: placed on no more */
     tunep_gpu_mem_fn mem_info;
     void *mem_user;
 };
@@ -94,7 +100,7 @@ static int candidates(const struct tunep_gpu_pool *p, int u, int *order)
 {
     int k = 0;
     for (int d = 0; d < p->n; d++) {
-        if (TUNEP_GPU_UNITS - p->used[d] < u)
+        if (p->disabled[d] || TUNEP_GPU_UNITS - p->used[d] < u)
             continue;
         int i = k++;
         while (i > 0 && p->used[order[i - 1]] > p->used[d]) { /* stable: ties keep index order */
@@ -133,7 +139,14 @@ tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction,
             tunep_error_set(err, st, "cuda:%d: %s", d, merr.text);
             break;
         }
-        if (fr >= need) {
+        /* An idle device's free memory is its trials' budget: running trials
+         * have allocated only part of what they reserved, so the free memory
+         * seen later counts the rest twice over or not at all. */
+        if (pool->trials[d] == 0) {
+            pool->budget[d] = fr;
+            pool->reserved[d] = 0;
+        }
+        if (fr >= need && pool->budget[d] - pool->reserved[d] >= need) {
             chosen = d;
             break;
         }
@@ -146,14 +159,24 @@ tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction,
     if (st == TUNE_OK && chosen >= 0) {
         pool->used[chosen] += u;
         pool->trials[chosen]++;
+        pool->reserved[chosen] += need;
     }
-    /* Short of units or memory: a running trial may free both when it ends. */
-    for (int d = 0; d < pool->n; d++)
-        busy |= pool->trials[d] > 0;
+    /* Short of units or memory: a running trial on a usable device may free
+     * both when it ends. */
+    int usable = 0;
+    for (int d = 0; d < pool->n; d++) {
+        busy |= pool->trials[d] > 0 && !pool->disabled[d];
+        usable += !pool->disabled[d];
+    }
     pthread_mutex_unlock(&pool->lock);
 
     if (st != TUNE_OK)
         return st;
+    if (usable == 0)
+        return tunep_error_set(err, TUNE_EDEVICE,
+                               "no usable GPU left: a sticky CUDA error has made each of the %d "
+                               "unusable in this process",
+                               pool->n);
     *ret_device = chosen;
     if (chosen < 0 && !busy)
         return tunep_error_set(err, TUNE_ENOMEM,
@@ -162,15 +185,20 @@ tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction,
     return TUNE_OK;
 }
 
-void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double fraction)
+void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double fraction,
+                            size_t mem_bytes)
 {
     int u = tunep_gpu_units(fraction);
     if (!pool || device < 0 || device >= pool->n || u <= 0)
         return;
+    size_t need = mem_bytes ? mem_bytes : TUNEP_GPU_DEFAULT_NEED;
     pthread_mutex_lock(&pool->lock);
     if (pool->trials[device] > 0 && pool->used[device] >= u) {
         pool->used[device] -= u;
         pool->trials[device]--;
+        pool->reserved[device] -= need < pool->reserved[device] ? need : pool->reserved[device];
+        if (pool->trials[device] == 0)
+            pool->reserved[device] = 0;
     }
     pthread_mutex_unlock(&pool->lock);
 }
@@ -183,6 +211,25 @@ int tunep_gpu_pool_used(struct tunep_gpu_pool *pool, int device)
     int u = pool->used[device];
     pthread_mutex_unlock(&pool->lock);
     return u;
+}
+
+void tunep_gpu_pool_disable(struct tunep_gpu_pool *pool, int device)
+{
+    if (!pool || device < 0 || device >= pool->n)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    pool->disabled[device] = 1;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+size_t tunep_gpu_pool_reserved(struct tunep_gpu_pool *pool, int device)
+{
+    if (!pool || device < 0 || device >= pool->n)
+        return 0;
+    pthread_mutex_lock(&pool->lock);
+    size_t r = pool->reserved[device];
+    pthread_mutex_unlock(&pool->lock);
+    return r;
 }
 
 int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device)

@@ -9,7 +9,8 @@
  * devices: two GPUs with 0.4 free each do not take a 0.6 trial (Ray Tune
  * bug #5902 placed trials by the fraction free in total). Integer units make
  * 0.1 x 10 or 0.25 x 4 fill a device exactly, where doubles would not.
- * Before a start the chosen device's free memory is checked as well.
+ * Before a start the chosen device's memory is checked and reserved as well
+ * (see tunep_gpu_pool_acquire).
  *
  * Placement spreads: of the devices where the trial fits, the one with the
  * most free units (then the lowest index), so that fewer trials than slots
@@ -66,8 +67,13 @@ int tunep_gpu_units(double fraction);
 int tunep_gpu_pool_slots(const struct tunep_gpu_pool *pool, double fraction);
 
 /*
- * Reserves `fraction` of one device for a trial that needs mem_bytes of
- * free device memory (0: TUNEP_GPU_DEFAULT_NEED).
+ * Reserves `fraction` of one device and mem_bytes of its memory (0:
+ * TUNEP_GPU_DEFAULT_NEED) for a trial. A device takes the trial when its
+ * free memory now holds mem_bytes AND the memory its trials have reserved,
+ * mem_bytes included, stays within its budget: the free memory it had when
+ * it last held no trial. Trials started together therefore never reserve
+ * more than was free, even before any of them has allocated; memory that
+ * another process takes later is seen only by the free-memory check.
  *  - TUNE_OK and *ret_device >= 0: reserved; release it with the same fraction.
  *  - TUNE_OK and *ret_device == -1: nothing fits now (units or memory) while
  *    some trial holds a device; retry after a release.
@@ -75,22 +81,28 @@ int tunep_gpu_pool_slots(const struct tunep_gpu_pool *pool, double fraction);
  *    trial holds any device, so waiting would not help. err names each
  *    device's free memory and the need.
  *  - TUNE_EINVAL: fraction not in (0, 1].
- *  - TUNE_EDEVICE: the memory query failed.
+ *  - TUNE_EDEVICE: the memory query failed, or every device is disabled.
  * Devices whose units fit are tried in placement order; a memory shortfall
- * on one moves on to the next. Memory that trials reserved but have not
- * allocated yet is not visible to the check: two trials starting at the same
- * moment can both pass it, and the one that then runs out of device memory
- * fails (TUNE_ENOMEM, retried by the controller) while the others go on.
+ * on one moves on to the next.
  */
 tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction, size_t mem_bytes,
                                    int *ret_device, tune_error *err);
 
-/* Gives back what tunep_gpu_pool_acquire reserved on device. A release
- * without a matching acquire is ignored (units never go below 0). */
-void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double fraction);
+/* Gives back what tunep_gpu_pool_acquire reserved on device: the same
+ * fraction and mem_bytes. A release without a matching acquire is ignored
+ * (units and memory never go below 0). */
+void tunep_gpu_pool_release(struct tunep_gpu_pool *pool, int device, double fraction,
+                            size_t mem_bytes);
 
 /* Units in use on device (0 for an invalid device), and trials holding it. */
 int tunep_gpu_pool_used(struct tunep_gpu_pool *pool, int device);
 int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device);
+/* Places no more trials on device (a sticky CUDA error made it unusable in
+ * this process); its holders still release. Once every device is disabled,
+ * acquire fails with TUNE_EDEVICE. */
+void tunep_gpu_pool_disable(struct tunep_gpu_pool *pool, int device);
+
+/* Device memory reserved on device by the trials holding it, in bytes. */
+size_t tunep_gpu_pool_reserved(struct tunep_gpu_pool *pool, int device);
 
 #endif /* TUNE_GPU_POOL_H */

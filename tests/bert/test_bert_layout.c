@@ -1,8 +1,9 @@
 /*
  * test_bert_layout.c - pure parts of the BERT model: the tensor tables and
  * layout (against hand-computed parameter counts of published models), the
- * Hugging Face names, config validation, the Philox4x32-10 counter RNG
- * (Random123 known-answer vectors) and the truncated-normal initialisation.
+ * device memory estimate, the Hugging Face names, config validation, the
+ * Philox4x32-10 counter RNG (Random123 known-answer vectors) and the
+ * truncated-normal initialisation.
  */
 #include <math.h>
 #include <string.h>
@@ -69,6 +70,34 @@ START_TEST(test_act_counts)
     ck_assert_int_eq(tunep_bert_layout_compute(&cfg, 7, 33, &small, NULL), TUNE_OK);
     ck_assert(small.act_total < lay.act_total && small.grad_total < lay.grad_total);
     ck_assert_uint_eq(small.param_total, lay.param_total);
+}
+END_TEST
+
+START_TEST(test_memory_estimate)
+{
+    /* bert-tiny at B=32, T=128 in fp32, by hand: weights, grads, m and v are
+     * 4 x 4,386,178 floats = 70,178,848 bytes; activations 24,694,944 and
+     * their gradients 14,692,448 floats (test_act_counts' sums) = 157,549,568
+     * bytes; inputs (3 x 4096 + 32) int32 = 49,280 bytes; workspace 7 (B,T,C)
+     * floats = 14,680,064 bytes + 64 MiB. Total 309,566,624 bytes (295 MiB). */
+    struct tunep_bert_config cfg;
+    tiny(&cfg);
+    struct tunep_bert_memory mem;
+    ck_assert_int_eq(tunep_bert_memory_estimate(&cfg, 32, 128, sizeof(float), &mem, NULL), TUNE_OK);
+    ck_assert_uint_eq(mem.weights, 4386178u * 4u);
+    ck_assert_uint_eq(mem.grads, 4386178u * 4u);
+    ck_assert_uint_eq(mem.adam, 2u * 4386178u * 4u);
+    ck_assert_uint_eq(mem.acts, (24694944u + 14692448u) * 4u);
+    ck_assert_uint_eq(mem.inputs, 49280u);
+    ck_assert_uint_eq(mem.workspace, 14680064u + 67108864u);
+    ck_assert_uint_eq(mem.total, 309566624u);
+    /* it grows with the batch; bad shapes are refused */
+    struct tunep_bert_memory big;
+    ck_assert_int_eq(tunep_bert_memory_estimate(&cfg, 64, 128, sizeof(float), &big, NULL), TUNE_OK);
+    ck_assert(big.total > mem.total && big.weights == mem.weights);
+    ck_assert_int_eq(tunep_bert_memory_estimate(&cfg, 32, 513, sizeof(float), &mem, NULL),
+                     TUNE_EINVAL);
+    ck_assert_int_eq(tunep_bert_memory_estimate(&cfg, 32, 128, 0, &mem, NULL), TUNE_EINVAL);
 }
 END_TEST
 
@@ -201,6 +230,7 @@ static Suite *bert_layout_suite(void)
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, test_param_counts);
     tcase_add_test(tc, test_act_counts);
+    tcase_add_test(tc, test_memory_estimate);
     tcase_add_test(tc, test_names_and_flags);
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_philox_kat);

@@ -5,7 +5,8 @@
  * when there is one), "cuda" without a device being a clear error and never
  * a crash, and the same through a whole study of the bert trainer: "cuda"
  * on a machine without a GPU stops the run before any trial with a message
- * naming the device, "auto" runs on the CPU and says why once.
+ * naming the device, "auto" runs on the CPU and says why once; which CUDA
+ * errors are sticky (they make a device unusable for the process).
  * The branches for a machine with a GPU run there instead; nothing skips.
  */
 #include <stdlib.h>
@@ -22,6 +23,26 @@ static int have_gpu(void)
     int n = 0;
     return tunep_cuda_device_count(&n, NULL) == TUNE_OK && n > 0;
 }
+
+/* Which CUDA errors corrupt a context for good (cudaError_t's documented
+ * values: 700 illegal address, 719 launch failure, 716 misaligned address,
+ * 710 device assert; 2 out of memory and 1 invalid value are recoverable),
+ * and no device is marked broken before any error. */
+START_TEST(sticky_errors_are_told_apart)
+{
+    int sticky = TUNE_HAVE_CUDA ? 1 : 0; /* without CUDA there is none */
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(700), sticky);
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(719), sticky);
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(716), sticky);
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(710), sticky);
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(0), 0);
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(1), 0);
+    ck_assert_int_eq(tunep_cuda_error_is_sticky(2), 0);
+    ck_assert_int_eq(tunep_cuda_device_broken(0), 0);
+    ck_assert_int_eq(tunep_cuda_device_broken(-1), 0);
+    ck_assert_int_eq(tunep_cuda_device_broken(100000), 0);
+}
+END_TEST
 
 START_TEST(parse_accepts_the_four_forms)
 {
@@ -227,6 +248,7 @@ static Suite *device_suite(void)
     TCase *tc = tcase_create("device");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, parse_accepts_the_four_forms);
+    tcase_add_test(tc, sticky_errors_are_told_apart);
     tcase_add_test(tc, parse_rejects_everything_else);
     tcase_add_test(tc, cpu_needs_no_probe);
     tcase_add_test(tc, auto_falls_back_with_a_reason);
