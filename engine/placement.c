@@ -141,7 +141,7 @@ tune_status tunep_gpu_discover(struct tunep_gpu_set *ret, tune_error *err)
 tune_status tunep_gpu_available(enum tunep_gpus_kind kind, int n, const int *ids,
                                 struct tunep_gpu_set *ret, tune_error *err)
 {
-    static int copy[TUNEP_GPU_SET_MAX];
+    int copy[TUNEP_GPU_SET_MAX];
     pthread_mutex_lock(&given_lock);
     enum tunep_gpus_kind k = given_kind;
     int gn = given_n;
