@@ -260,6 +260,10 @@ static tune_status resolve_gpus(struct tune_study *s, double share, tune_error *
                                "resources_per_trial.gpu: trials ask for a GPU, but %s; name the "
                                "GPUs with \"gpus\" or --gpus",
                                s->gpus->why[0] ? s->gpus->why : "no GPU is given");
+    if (share <= 1 && tunep_gpu_units(share) == 0)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "resources_per_trial.gpu: %g is below the smallest share, %g", share,
+                               1.0 / TUNEP_GPU_UNITS);
     if (share > 1 && (int)share > s->gpus->n)
         return tunep_error_set(err, TUNE_ECONFIG,
                                "resources_per_trial.gpu: a trial takes %d GPUs, but %d %s there",
@@ -1204,14 +1208,13 @@ static int take_gpus(struct tune_study *s, struct tune_trial *t)
     return 0;
 }
 
-/* Gives back t's GPUs and wakes the workers waiting for them. Lock held. */
-static void release_gpus(struct tune_study *s, struct tune_trial *t)
+/* Gives back the n GPUs of gpu[] and wakes the workers waiting for them. Lock held. */
+static void release_gpus(struct tune_study *s, int n, const int *gpu)
 {
-    for (int i = 0; i < t->n_gpus; i++)
-        tunep_gpu_pool_release(s->gpu_pool, t->gpu[i], s->gpu_whole ? 1.0 : s->gpu_share);
-    if (t->n_gpus && s->have_work_cond)
+    for (int i = 0; i < n; i++)
+        tunep_gpu_pool_release(s->gpu_pool, gpu[i], s->gpu_whole ? 1.0 : s->gpu_share);
+    if (n && s->have_work_cond)
         pthread_cond_broadcast(&s->work_cond);
-    t->n_gpus = 0;
 }
 
 /* Spawns worker thread number `slot`. 0, or -1 when no thread could be made. Lock held. */
@@ -1249,7 +1252,7 @@ static void *worker_main(void *arg)
             break;
         struct tunep_trial_rec *rec = next_trial(s, r);
         if (!rec) {
-            release_gpus(s, t);
+            release_gpus(s, t->n_gpus, t->gpu);
             break;
         }
         t->study = s;
@@ -1282,7 +1285,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&s->lock);
         unlink_handle(&s->live, t);
         finish_trial(s, t, ret);
-        release_gpus(s, t);
+        release_gpus(s, t->n_gpus, t->gpu);
         t->next = s->closed; /* kept, so that a stale pointer finds it CLOSED */
         s->closed = t;
         t = NULL;
@@ -1365,8 +1368,9 @@ static void abandon_overdue(struct tune_study *s)
                   "its thread is left behind until the process exits",
                   (long long)t->rec->id, ABANDON_GRACE_S);
         finish_trial(s, &dead, TUNE_EFAILED);
-        /* The run goes on without the hung objective: its GPUs go to the next trials. */
-        release_gpus(s, t);
+        /* The run goes on without the hung objective: its GPUs go to the next trials (the
+         * handle, which its thread may still read, keeps saying which they were). */
+        release_gpus(s, t->n_gpus, t->gpu);
         t->next = s->abandoned;
         s->abandoned = t;
         pthread_detach(s->workers[t->worker]);

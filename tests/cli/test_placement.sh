@@ -8,8 +8,8 @@
 #  (c) {"gpu": 2}: each program sees both GPUs; "cpu": 3 sets OMP_NUM_THREADS,
 #      MKL_NUM_THREADS and OPENBLAS_NUM_THREADS;
 #  (d) validate: a GPU request without GPUs (none found, none given), a
-#      resource the trainer would ignore, more whole GPUs than there are, and
-#      the config's "gpus" and --gpus declaring them.
+#      resource the trainer would ignore, more whole GPUs than there are, a
+#      share below the smallest, and the config's "gpus" and --gpus declaring them.
 # Usage: test_placement.sh TUNE_BINARY SOURCE_ROOT BUILD_ROOT
 set -u
 TUNE=$1
@@ -113,6 +113,10 @@ expect_rc 2 "validate --gpus 0" "$TUNE" validate "$tmp/half.json" --gpus 0
 expect_rc 2 "two GPUs a trial, one given" "$TUNE" validate "$tmp/two.json" --gpus 1 &&
     grep -q 'a trial takes 2 GPUs, but 1 is there' "$tmp/err" && ok "  says so" ||
     fail "message: $(cat "$tmp/err")"
+config tiny '{"gpu": 0.00001}' ''
+expect_rc 2 "a share below 1/10000" "$TUNE" validate "$tmp/tiny.json" --gpus 1 &&
+    grep -q 'resources_per_trial.gpu: 1e-05 is below the smallest share, 0.0001' "$tmp/err" &&
+    ok "  says so" || fail "message: $(cat "$tmp/err")"
 expect_rc 2 "bad --gpus" "$TUNE" validate "$tmp/half.json" --gpus 0,x
 cat >"$tmp/synthetic.json" <<'JSON'
 {"param_space": {"x": {"type": "uniform", "low": 0, "high": 1}},
