@@ -80,9 +80,21 @@ struct tunep_trainer_type {
      * NULL: not known.
      */
     int64_t (*max_iterations)(const void *cfg);
+    /*
+     * Device memory of GPU `device` (its CUDA index in this process), checked
+     * before a trial is placed on it; NULL: not checked (a trainer whose
+     * trials run in programs of their own, or that never touches CUDA in
+     * this process).
+     */
+    tune_status (*gpu_mem)(int device, size_t *ret_free, size_t *ret_total, tune_error *err);
     unsigned can_checkpoint : 1; /* saves checkpoints, so PBT can copy them */
-    unsigned own_process : 1;    /* runs each attempt as a program of its own, so
-                                  * "isolation": "process" would add nothing but risk */
+    /* The "resources_per_trial" keys it honours: any other is an error at validate. The engine
+     * places trials on GPUs (tune_trial_gpu()) for every trainer with uses_gpu. */
+    unsigned uses_cpu : 1;
+    unsigned uses_gpu : 1;
+    unsigned multi_gpu : 1;   /* a trial may take several whole GPUs ("gpu": 2) */
+    unsigned own_process : 1; /* runs each attempt as a program of its own, so
+                               * "isolation": "process" would add nothing but risk */
 };
 
 #endif /* TUNE_TRAINER_TYPE_H */

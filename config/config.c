@@ -177,6 +177,28 @@ static tune_status check_trainer(const struct tunep_cfgctx *ctx, struct tunep_cf
         }
         tunep_free(names);
     }
+    /* A resource the trainer would not use is a mistake to say, not to ignore. */
+    const struct tunep_trainer_type *tt = c->trainer;
+    const char *unused = !st && c->resources_gpu > 0 && !tt->uses_gpu   ? "gpu"
+                         : !st && c->resources_cpu > 0 && !tt->uses_cpu ? "cpu"
+                                                                        : NULL;
+    if (unused) {
+        tunep_cfgpath_push_key(path, "resources_per_trial");
+        tunep_cfgpath_push_key(path, unused);
+        st = tunep_cfg_error(ctx, path, 0, "the %s trainer does not use a %s per trial", tt->name,
+                             strcmp(unused, "gpu") == 0 ? "GPU" : "CPU count");
+        tunep_cfgpath_pop(path);
+        tunep_cfgpath_pop(path);
+    }
+    if (!st && c->resources_gpu > 1 && !tt->multi_gpu) {
+        tunep_cfgpath_push_key(path, "resources_per_trial");
+        tunep_cfgpath_push_key(path, "gpu");
+        st = tunep_cfg_error(ctx, path, 0,
+                             "the %s trainer runs a trial on one GPU: expected a share from 0 to 1",
+                             tt->name);
+        tunep_cfgpath_pop(path);
+        tunep_cfgpath_pop(path);
+    }
     if (!st && c->trainer->own_process && c->isolation_process) {
         /* A forked trial process killed on a timeout would leave the program running. */
         tunep_cfgpath_push_key(path, "isolation");
@@ -268,11 +290,53 @@ static tune_status parse_resources(const struct tunep_cfgctx *ctx, struct tunep_
             st = tunep_config_read_int(ctx, path, v, 1, 4096, &n);
             c->resources_cpu = (int)n;
         } else {
-            st = tunep_config_read_number(ctx, path, v, 0, 1, &c->resources_gpu);
+            st = tunep_config_read_number(ctx, path, v, 0, TUNEP_MAX_TRIAL_GPUS, &c->resources_gpu);
+            if (!st && c->resources_gpu > 1 && c->resources_gpu != floor(c->resources_gpu))
+                st = tunep_cfg_error(ctx, path, 0,
+                                     "expected a share of one GPU (0 to 1) or a whole number of "
+                                     "GPUs, got %g",
+                                     c->resources_gpu);
         }
         tunep_cfgpath_pop(path);
     }
     return st;
+}
+
+/* "gpus": the GPUs trials may use, a count (2) or device ids ([0, 1]). */
+static tune_status parse_gpus(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                              const json_t *v, struct tunep_config *c)
+{
+    if (json_is_integer(v)) {
+        int64_t n = 0;
+        tune_status st = tunep_config_read_int(ctx, path, v, 0, TUNEP_MAX_GPUS, &n);
+        c->gpus_kind = TUNEP_CONFIG_GPUS_COUNT;
+        c->gpus_n = (int)n;
+        return st;
+    }
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > TUNEP_MAX_GPUS)
+        return tunep_cfg_error(ctx, path, 0,
+                               "expected a count of GPUs (2) or a list of 1 to %d device ids "
+                               "([0, 1])",
+                               TUNEP_MAX_GPUS);
+    size_t n = json_array_size(v);
+    tunep_free(c->gpus_ids);
+    if (!(c->gpus_ids = tunep_calloc(n, sizeof *c->gpus_ids)))
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        tunep_cfgpath_push_index(path, i);
+        int64_t id = 0;
+        tune_status st = tunep_config_read_int(ctx, path, json_array_get(v, i), 0, 1000000, &id);
+        for (size_t j = 0; !st && j < i; j++)
+            if (c->gpus_ids[j] == (int)id)
+                st = tunep_cfg_error(ctx, path, 0, "GPU %d is listed twice", (int)id);
+        tunep_cfgpath_pop(path);
+        if (st)
+            return st;
+        c->gpus_ids[i] = (int)id;
+    }
+    c->gpus_kind = TUNEP_CONFIG_GPUS_LIST;
+    c->gpus_n = (int)n;
+    return TUNE_OK;
 }
 
 /* Whether a trial can never report name: the engine writes these columns itself
@@ -349,6 +413,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
         "checkpoint_frequency",
         "resources_per_trial",
         "fail_fast",
+        "gpus",
     };
     struct tunep_cfgpath path = {.depth = 0};
     if (!json_is_object(root))
@@ -408,6 +473,8 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                 st = tunep_cfg_error(ctx, &path, 0, "expected \"thread\" or \"process\"");
         } else if (strcmp(key, "resources_per_trial") == 0) {
             st = parse_resources(ctx, &path, v, c);
+        } else if (strcmp(key, "gpus") == 0) {
+            st = parse_gpus(ctx, &path, v, c);
         } else if (strcmp(key, "checkpoint_frequency") == 0) {
             st = tunep_config_read_int(ctx, &path, v, 0, INT64_MAX, &c->checkpoint_frequency);
         } else if (strcmp(key, "trial_timeout_s") == 0) {
@@ -493,6 +560,7 @@ void tunep_config_done(struct tunep_config *c)
         tunep_free(c->stop.thresholds[i].metric);
     tunep_free(c->stop.thresholds);
     tunep_free(c->storage);
+    tunep_free(c->gpus_ids);
     tunep_free(c->json);
     if (c->trainer && c->trainer_cfg)
         tunep_options_done(c->trainer->options, c->trainer_cfg);

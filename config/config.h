@@ -41,6 +41,13 @@ struct tunep_stop_config {
     struct tunep_threshold *thresholds;
 };
 
+/* How "gpus" was given (the engine's enum tunep_gpus_kind has the same values). */
+#define TUNEP_CONFIG_GPUS_NONE  0
+#define TUNEP_CONFIG_GPUS_COUNT 1
+#define TUNEP_CONFIG_GPUS_LIST  2
+#define TUNEP_MAX_GPUS          256 /* GPUs a machine may declare */
+#define TUNEP_MAX_TRIAL_GPUS    16  /* whole GPUs one trial may take */
+
 struct tunep_config {
     char *name;
     char *metric;
@@ -64,7 +71,11 @@ struct tunep_config {
     void *trainer_cfg;                        /* trainer->config_size bytes, owned */
     char *trainer_name;                       /* the section's "type"; NULL without a section */
     int resources_cpu;                        /* resources_per_trial.cpu; 0: not given */
-    double resources_gpu;                     /* resources_per_trial.gpu; 0: not given */
+    double resources_gpu; /* resources_per_trial.gpu: a share of one GPU (0 to 1) or whole
+                           * GPUs (an integer up to TUNEP_MAX_TRIAL_GPUS); 0: not given */
+    int gpus_kind;        /* "gpus": TUNEP_CONFIG_GPUS_*; the engine resolves them */
+    int gpus_n;           /* the count, or the number of ids */
+    int *gpus_ids;        /* LIST: gpus_n device ids, owned */
     struct tunep_stop_config stop;
     char *storage;          /* experiment folder or ":memory:" */
     int isolation_process;  /* "isolation": "process": each trial in a child process */

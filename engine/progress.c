@@ -38,12 +38,27 @@ static double last_metric(const struct tune_study *s, const struct tunep_trial_r
 #define COLS_MAX 12
 #define COL_W    12
 
-/* One table row: trial, status, shown params, iter, time, metric. */
+/* The GPU column's width: shown while a run places trials on GPUs. */
+#define GPU_W 8
+
+/* The GPUs a running trial holds ("0", "1,3"); "-" when it holds none. Lock held. */
+static const char *trial_gpus(const struct tune_study *s, const struct tunep_trial_rec *r)
+{
+    if (r->status == TUNE_TRIAL_RUNNING)
+        for (const struct tune_trial *t = s->live; t; t = t->next)
+            if (t->rec == r && t->n_gpus > 0)
+                return t->gpu_ids;
+    return "-";
+}
+
+/* One table row: trial, status, GPU (when placing), shown params, iter, time, metric. */
 static void table_row(struct tunep_buf *b, const struct tune_study *s,
                       const struct tunep_trial_rec *r, size_t n_cols)
 {
     char cell[64];
     tunep_buf_printf(b, "| %-8lld | %-10s |", (long long)r->id, tune_trial_status_name(r->status));
+    if (s->gpu_pool)
+        tunep_buf_printf(b, " %-*.*s |", GPU_W, GPU_W, trial_gpus(s, r));
     for (size_t i = 0; i < n_cols; i++) {
         fmt_value(cell, sizeof cell, &r->values[i]);
         tunep_buf_printf(b, " %*.*s |", COL_W, COL_W, cell);
@@ -61,9 +76,11 @@ static void table_row(struct tunep_buf *b, const struct tune_study *s,
     tunep_buf_printf(b, " %6lld | %10s | %12s |\n", (long long)r->iteration, tcell, cell);
 }
 
-static void table_rule(struct tunep_buf *b, size_t n_cols)
+static void table_rule(struct tunep_buf *b, const struct tune_study *s, size_t n_cols)
 {
     tunep_buf_puts(b, "+----------+------------+");
+    if (s->gpu_pool)
+        tunep_buf_puts(b, "----------+");
     for (size_t i = 0; i < n_cols; i++)
         tunep_buf_puts(b, "--------------+");
     tunep_buf_puts(b, "--------+------------+--------------+\n");
@@ -108,8 +125,10 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
 
     size_t n_cols = s->n_params < COLS_MAX ? s->n_params : COLS_MAX;
     if (max_rows > 0 && s->n_trials > 0) {
-        table_rule(&b, n_cols);
+        table_rule(&b, s, n_cols);
         tunep_buf_puts(&b, "| trial    | status     |");
+        if (s->gpu_pool)
+            tunep_buf_printf(&b, " %-*s |", GPU_W, "gpu");
         for (size_t i = 0; i < n_cols; i++) {
             const char *name = s->param_names[i];
             size_t len = strlen(name);
@@ -117,7 +136,7 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
             tunep_buf_printf(&b, " %*s |", COL_W, len > COL_W ? name + len - COL_W : name);
         }
         tunep_buf_printf(&b, " %6s | %10s | %12.12s |\n", "iter", "time (s)", s->cfg.metric);
-        table_rule(&b, n_cols);
+        table_rule(&b, s, n_cols);
         int rows = 0;
         /* Running trials first, then the best finished ones. */
         for (int64_t i = 0; i < s->n_trials && rows < max_rows; i++)
@@ -130,7 +149,7 @@ tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_tex
             table_row(&b, s, s->trials[best], n_cols);
             rows++;
         }
-        table_rule(&b, n_cols);
+        table_rule(&b, s, n_cols);
         int64_t wanted = s->counts[TUNE_TRIAL_RUNNING] + best_apart;
         if (wanted > rows)
             tunep_buf_printf(&b, "... %lld more trials not shown\n", (long long)(wanted - rows));

@@ -236,6 +236,75 @@ static tune_status study_alloc(struct tune_study **ret, tune_error *err)
     return TUNE_OK;
 }
 
+/*
+ * The GPUs trials of `share` (a share of one, or whole GPUs) are placed on:
+ * s->gpus, found once. TUNE_ECONFIG when there are none, or fewer than one
+ * trial takes.
+ */
+static tune_status resolve_gpus(struct tune_study *s, double share, tune_error *err)
+{
+    if (!s->gpus) {
+        struct tunep_gpu_set *g = tunep_malloc(sizeof *g);
+        if (!g)
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        tune_status st = tunep_gpu_available((enum tunep_gpus_kind)s->cfg.gpus_kind, s->cfg.gpus_n,
+                                             s->cfg.gpus_ids, g, err);
+        if (st) {
+            tunep_free(g);
+            return st;
+        }
+        s->gpus = g;
+    }
+    if (s->gpus->n == 0)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "resources_per_trial.gpu: trials ask for a GPU, but %s; name the "
+                               "GPUs with \"gpus\" or --gpus",
+                               s->gpus->why[0] ? s->gpus->why : "no GPU is given");
+    if (share <= 1 && tunep_gpu_units(share) == 0)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "resources_per_trial.gpu: %g is below the smallest share, %g", share,
+                               1.0 / TUNEP_GPU_UNITS);
+    if (share > 1 && (int)share > s->gpus->n)
+        return tunep_error_set(err, TUNE_ECONFIG,
+                               "resources_per_trial.gpu: a trial takes %d GPUs, but %d %s there",
+                               (int)share, s->gpus->n, s->gpus->n == 1 ? "is" : "are");
+    return TUNE_OK;
+}
+
+/* Device memory for the pool, through the trainer's query (user: the study). */
+static tune_status trainer_gpu_mem(void *user, int device, size_t *ret_free, size_t *ret_total,
+                                   tune_error *err)
+{
+    struct tune_study *s = user;
+    return s->cfg.trainer->gpu_mem(s->gpus->ordinal[device], ret_free, ret_total, err);
+}
+
+/*
+ * Sets up placement for a run whose trials take `share` of a GPU (> 1: whole
+ * GPUs): the pool over s->gpus. *ret_slots is how many trials fit at once.
+ */
+static tune_status start_placement(struct tune_study *s, double share, int *ret_slots,
+                                   tune_error *err)
+{
+    tune_status st = resolve_gpus(s, share, err);
+    if (st)
+        return st;
+    const struct tunep_trainer_type *tt = s->cfg.trainer;
+    int mine = tt && s->fn == tt->objective && tt->gpu_mem;
+    struct tunep_gpu_pool_options opt = {
+        .device_count = s->gpus->n,
+        .mem_info = mine ? trainer_gpu_mem : NULL,
+        .mem_user = s,
+    };
+    if ((st = tunep_gpu_pool_new(&opt, &s->gpu_pool, err)))
+        return st;
+    s->gpu_whole = share > 1 ? (int)share : 0;
+    s->gpu_share = share > 1 ? 0 : share;
+    *ret_slots =
+        s->gpu_whole ? s->gpus->n / s->gpu_whole : tunep_gpu_pool_slots(s->gpu_pool, s->gpu_share);
+    return TUNE_OK;
+}
+
 tune_status tunep_study_new_from_config(const char *text, size_t len, const char *source,
                                         const tune_options *options, tune_space *space,
                                         const struct tunep_trainer_type *const *trainers,
@@ -278,6 +347,11 @@ tune_status tunep_study_new_from_config(const char *text, size_t len, const char
         s->fn = tt->objective;
         s->fn_data = s->trainer_state;
     }
+    /* A GPU request on a machine without GPUs fails here, at `tune validate`. */
+    if (s->cfg.resources_gpu > 0 && (st = resolve_gpus(s, s->cfg.resources_gpu, err))) {
+        tune_study_free(s);
+        return st;
+    }
     *ret = s;
     return TUNE_OK;
 }
@@ -318,6 +392,8 @@ void tune_study_free(tune_study *s)
     }
     keep_abandoned(s->abandoned);
     tunep_free(s->workers);
+    tunep_gpu_pool_free(s->gpu_pool);
+    tunep_free(s->gpus);
     tunep_free(s->worker_left);
     if (s->readonly && s->param_names)
         for (size_t i = 0; i < s->n_params; i++)
@@ -1087,6 +1163,60 @@ static void unlink_handle(struct tune_trial **head, struct tune_trial *t)
         }
 }
 
+/*
+ * Reserves the next attempt's GPUs into t, waiting while none fit (a trial
+ * left running past its timeout still holds its share). 0, or -1 when the
+ * run is stopping or the pool failed (fatal). Lock held; nothing to do
+ * without placement.
+ */
+static int take_gpus(struct tune_study *s, struct tune_trial *t)
+{
+    t->n_gpus = 0;
+    t->gpu_ids[0] = '\0';
+    if (!s->gpu_pool)
+        return 0;
+    for (;;) {
+        if (s->fatal || atomic_load(&s->stop_requested))
+            return -1;
+        tune_error e;
+        int got = 0;
+        tune_status st;
+        if (s->gpu_whole) {
+            st = tunep_gpu_pool_acquire_whole(s->gpu_pool, s->gpu_whole, t->gpu, &got, &e);
+        } else {
+            int dev = -1;
+            st = tunep_gpu_pool_acquire(s->gpu_pool, s->gpu_share, 0, &dev, &e);
+            t->gpu[0] = dev;
+            got = dev >= 0;
+        }
+        if (st) {
+            set_fatal(s, &e);
+            return -1;
+        }
+        if (got) {
+            t->n_gpus = got;
+            break;
+        }
+        wait_for_work(s);
+    }
+    size_t len = 0;
+    for (int i = 0; i < t->n_gpus; i++) {
+        int w = snprintf(t->gpu_ids + len, sizeof t->gpu_ids - len, "%s%s", i ? "," : "",
+                         s->gpus->id[t->gpu[i]]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return 0;
+}
+
+/* Gives back the n GPUs of gpu[] and wakes the workers waiting for them. Lock held. */
+static void release_gpus(struct tune_study *s, int n, const int *gpu)
+{
+    for (int i = 0; i < n; i++)
+        tunep_gpu_pool_release(s->gpu_pool, gpu[i], s->gpu_whole ? 1.0 : s->gpu_share, 0);
+    if (n && s->have_work_cond)
+        pthread_cond_broadcast(&s->work_cond);
+}
+
 /* Spawns worker thread number `slot`. 0, or -1 when no thread could be made. Lock held. */
 static int spawn_worker(struct tune_study *s, int slot);
 
@@ -1118,9 +1248,13 @@ static void *worker_main(void *arg)
             set_fatal(s, &e);
             break;
         }
-        struct tunep_trial_rec *rec = next_trial(s, r);
-        if (!rec)
+        if (take_gpus(s, t))
             break;
+        struct tunep_trial_rec *rec = next_trial(s, r);
+        if (!rec) {
+            release_gpus(s, t->n_gpus, t->gpu);
+            break;
+        }
         t->study = s;
         t->rec = rec;
         t->end = TUNEP_END_NONE;
@@ -1151,6 +1285,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&s->lock);
         unlink_handle(&s->live, t);
         finish_trial(s, t, ret);
+        release_gpus(s, t->n_gpus, t->gpu);
         t->next = s->closed; /* kept, so that a stale pointer finds it CLOSED */
         s->closed = t;
         t = NULL;
@@ -1233,6 +1368,9 @@ static void abandon_overdue(struct tune_study *s)
                   "its thread is left behind until the process exits",
                   (long long)t->rec->id, ABANDON_GRACE_S);
         finish_trial(s, &dead, TUNE_EFAILED);
+        /* The run goes on without the hung objective: its GPUs go to the next trials (the
+         * handle, which its thread may still read, keeps saying which they were). */
+        release_gpus(s, t->n_gpus, t->gpu);
         t->next = s->abandoned;
         s->abandoned = t;
         pthread_detach(s->workers[t->worker]);
@@ -1248,8 +1386,11 @@ tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, i
                                         tune_error *err)
 {
     const struct tunep_trainer_type *tt = s->cfg.trainer;
-    if (!tt || s->fn != tt->objective)
-        return TUNE_OK; /* tune_study_set_objective() replaced it */
+    if (!tt || s->fn != tt->objective) {
+        /* tune_study_set_objective() replaced it: the objective takes the GPUs asked for. */
+        s->gpu_share = s->cfg.resources_gpu;
+        return TUNE_OK;
+    }
     struct tunep_trainer_env env = {
         .concurrency = concurrency > 0 ? concurrency : 1,
         .local_rank = local_rank,
@@ -1263,6 +1404,9 @@ tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, i
     struct tunep_trial_resources r = {1, 0};
     if (tt->resources)
         tt->resources(s->trainer_state, &env, &r);
+    else if (tt->uses_gpu)
+        r.gpu_share = s->cfg.resources_gpu;
+    s->gpu_share = r.gpu_share;
     tunep_log(TUNE_LOG_INFO, "trainer %s: %d at once, each with %d CPU thread%s%s", tt->name,
               env.concurrency, r.cpu_threads, r.cpu_threads == 1 ? "" : "s",
               r.gpu_share > 0 ? " and a share of a GPU" : "");
@@ -1298,7 +1442,21 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
     /* Data errors (a malformed TSV line) stop the run before anything is written. */
     int concurrency =
         s->cfg.max_concurrent < s->total_trials ? s->cfg.max_concurrent : (int)s->total_trials;
+    /* Never more trials at once than the GPUs hold (Ray's resource-bound concurrency). */
+    int slots = 0;
+    if (s->gpus && s->cfg.resources_gpu > 0 && s->mpi_size <= 1) {
+        int w = s->cfg.resources_gpu > 1 ? (int)s->cfg.resources_gpu : 0;
+        slots = w ? s->gpus->n / w
+                  : s->gpus->n * (TUNEP_GPU_UNITS / tunep_gpu_units(s->cfg.resources_gpu));
+        if (slots < concurrency)
+            concurrency = slots;
+    }
     if ((st = tunep_study_prepare_trainer(s, concurrency, -1, err)))
+        return st;
+    /* Under MPI the ranks place their own trials (the bert trainer by its rank on the node). */
+    slots = 0;
+    if (s->gpu_share > 0 && s->mpi_size <= 1 &&
+        (st = start_placement(s, s->gpu_share, &slots, err)))
         return st;
     st = tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
     if (st)
@@ -1326,6 +1484,8 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
         s->mpi_size > 1 ? (int64_t)(s->mpi_size - 1) * s->mpi_per_rank : s->cfg.max_concurrent;
     if (n_workers > s->total_trials)
         n_workers = s->total_trials;
+    if (s->gpu_pool && n_workers > slots)
+        n_workers = slots;
     int watch = s->mpi_size <= 1 && !s->cfg.isolation_process && s->cfg.trial_timeout_s > 0;
     s->have_pool_cond = pthread_cond_init(&s->pool_cond, NULL) == 0;
     pthread_mutex_lock(&s->lock);

@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 
 #include "config/config.h"
+#include "engine/gpu_pool.h"
+#include "engine/placement.h"
 #include "schedulers/scheduler.h"
 #include "search/searcher.h"
 #include "search/space.h"
@@ -85,6 +87,11 @@ struct tune_trial {
     atomic_int busy;         /* reports inside tune_trial_report() through this handle */
     struct tune_trial *next; /* in the study's list of running or of closed handles */
     int worker;              /* the index of the worker thread that runs it */
+    /* The GPUs this attempt holds (placement): indexes into study->gpus, and
+     * their ids as a program's CUDA_VISIBLE_DEVICES ("" when none). */
+    int n_gpus;
+    int gpu[TUNEP_MAX_TRIAL_GPUS];
+    char gpu_ids[TUNEP_MAX_TRIAL_GPUS * TUNEP_GPU_ID_MAX];
     char error[512];
 };
 
@@ -184,6 +191,18 @@ struct tune_study {
     pthread_cond_t pool_cond; /* signalled when a worker finishes */
     int have_pool_cond;
     int stopped_now; /* tune_study_stop_now(): nothing more reaches the store */
+
+    /*
+     * GPU placement: when trials take GPUs (resources_per_trial.gpu, or what
+     * the trainer's resources() says), each worker reserves its trial's share
+     * from gpu_pool before the attempt starts and gives it back when it ends.
+     * gpus: the devices (resolved when the study is made, or at run); NULL
+     * when trials take none.
+     */
+    struct tunep_gpu_set *gpus;
+    struct tunep_gpu_pool *gpu_pool; /* during a run that places trials; else NULL */
+    double gpu_share;                /* a trial's share of one GPU (0, 1]; 0: whole GPUs */
+    int gpu_whole;                   /* whole GPUs a trial takes when gpu_share is 0 */
 };
 
 /* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */

@@ -22,6 +22,23 @@ int64_t tune_trial_id(const tune_trial *t)
     return t ? t->rec->id : -1;
 }
 
+int tune_trial_gpu_count(const tune_trial *t)
+{
+    return t ? t->n_gpus : 0;
+}
+
+int tune_trial_gpu(const tune_trial *t, int i)
+{
+    if (!t || i < 0 || i >= t->n_gpus || !t->study->gpus)
+        return -1;
+    return t->study->gpus->ordinal[t->gpu[i]];
+}
+
+const char *tune_trial_gpu_ids(const tune_trial *t)
+{
+    return t && t->n_gpus ? t->gpu_ids : "";
+}
+
 int tune_trial_attempt(const tune_trial *t)
 {
     return t ? t->rec->attempt : 0;

@@ -131,3 +131,26 @@ tune_status fixture_spin(tune_trial *trial, void *user_data)
         nanosleep(&ts, NULL);
     }
 }
+
+FIXTURE_API tune_status fixture_gpu(tune_trial *trial, void *user_data);
+
+/* Reports the GPU the engine placed the trial on ("gpu", -1 for none) and how
+ * many it holds ("gpus"), with x as val_accuracy; fails when the ids for a child process disagree.
+ */
+tune_status fixture_gpu(tune_trial *trial, void *user_data)
+{
+    (void)user_data;
+    int n = tune_trial_gpu_count(trial);
+    char want[32] = "";
+    if (n > 0)
+        snprintf(want, sizeof want, "%d", tune_trial_gpu(trial, 0));
+    if (strcmp(tune_trial_gpu_ids(trial), want) != 0 || tune_trial_gpu(trial, n) != -1) {
+        tune_trial_set_error(trial, "gpu ids '%s', expected '%s'", tune_trial_gpu_ids(trial), want);
+        return TUNE_EFAILED;
+    }
+    const char *names[3] = {"val_accuracy", "gpu", "gpus"};
+    double values[3] = {tune_trial_get_double_or(trial, "x", -1),
+                        n > 0 ? tune_trial_gpu(trial, 0) : -1, n};
+    tune_status st = tune_trial_report(trial, 3, names, values, NULL);
+    return st == TUNE_ESTOP ? TUNE_OK : st;
+}

@@ -38,8 +38,9 @@ static const struct bad_case bad[] = {
      1, 26,
      "search.algorithm: search algorithm \"gp\" cannot search the grid_search axis 'a': use "
      "choice, or search \"random\" or \"grid\""},
-    {"{\"resources_per_trial\": {\"gpu\": 2}}", 1, 33,
-     "resources_per_trial.gpu: expected a number in [0, 1], got 2"},
+    {"{\"resources_per_trial\": {\"gpu\": 1.5}}", 1, 33,
+     "resources_per_trial.gpu: expected a share of one GPU (0 to 1) or a whole number of GPUs, got "
+     "1.5"},
     {"{\"resources_per_trial\": {\"cpus\": 2}}", 1, 26,
      "resources_per_trial.cpus: unknown key (did you mean 'cpu'?)"},
     {"{\"checkpoint_frequency\": -1}", 1, 26,

@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #include "check_util.h"
-#include "models/device/gpu_pool.h"
+#include "engine/gpu_pool.h"
 
 #define MIB ((size_t)1 << 20)
 

@@ -282,6 +282,57 @@ START_TEST(plugin_failures_are_retried)
 }
 END_TEST
 
+/* The plugin's objective gets the GPUs the engine placed its trial on through
+ * the trial API: the config's "gpus", or tune_set_gpus() over them. */
+START_TEST(plugin_gets_its_gpu_through_the_trial_api)
+{
+    char *dir = tune_test_mkdtemp();
+    char storage[4200], trainer[4600], json[17000];
+    snprintf(trainer, sizeof trainer,
+             "{\"type\": \"plugin\", \"library\": \"%s\", \"symbol\": \"fixture_gpu\"}",
+             fixture_path());
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    snprintf(storage, sizeof storage, "%s/config-gpus", dir);
+    snprintf(json, sizeof json, "%s", config_with(trainer, storage));
+    char *end = strrchr(json, '}');
+    snprintf(end, sizeof json - (size_t)(end - json),
+             ", \"gpus\": [3, 5], \"resources_per_trial\": {\"gpu\": 0.5}}");
+    tune_study *s = run_ok(json);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 3);
+    ck_assert_str_eq(results_column(s, "gpus"), "1,1,1");
+    /* Each trial on one of the config's GPUs (ids as CUDA numbers them here). */
+    const char *gpu = results_column(s, "gpu");
+    for (const char *g = gpu; *g; g += g[1] ? 2 : 1)
+        ck_assert_msg(*g == '3' || *g == '5', "%s", gpu);
+    ck_assert_int_eq(strlen(gpu), 5);
+    tune_study_free(s);
+
+    /* tune_set_gpus() overrides the config: "1" is GPU 0 alone. */
+    ck_assert_int_eq(tune_set_gpus("1", NULL), TUNE_OK);
+    snprintf(storage, sizeof storage, "%s/set-gpus", dir);
+    snprintf(json, sizeof json, "%s", config_with(trainer, storage));
+    end = strrchr(json, '}');
+    snprintf(end, sizeof json - (size_t)(end - json),
+             ", \"gpus\": [3, 5], \"resources_per_trial\": {\"gpu\": 0.5}}");
+    s = run_ok(json);
+    ck_assert_str_eq(results_column(s, "gpu"), "0,0,0");
+    tune_study_free(s);
+    ck_assert_int_eq(tune_set_gpus(NULL, NULL), TUNE_OK);
+    ck_assert_int_eq(tune_set_gpus("0,x", NULL), TUNE_EINVAL);
+
+    /* Without "resources_per_trial" the trial holds no GPU. */
+    snprintf(storage, sizeof storage, "%s/no-gpu", dir);
+    s = run_ok(config_with(trainer, storage));
+    ck_assert_str_eq(results_column(s, "gpu"), "-1,-1,-1");
+    ck_assert_str_eq(results_column(s, "gpus"), "0,0,0");
+    tune_study_free(s);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* Study creation (what `tune validate` does) checks the library in a child:
  * none of its code runs in this process until the sweep starts. */
 START_TEST(constructors_run_in_a_child_until_the_run)
@@ -341,6 +392,7 @@ static Suite *plugin_suite(void)
     tcase_add_test(tc, init_and_fini_wrap_the_run);
     tcase_add_test(tc, failing_init_stops_before_anything_is_written);
     tcase_add_test(tc, plugin_failures_are_retried);
+    tcase_add_test(tc, plugin_gets_its_gpu_through_the_trial_api);
     tcase_add_test(tc, constructors_run_in_a_child_until_the_run);
     tcase_add_test(tc, crashing_constructor_is_a_config_error);
     suite_add_tcase(s, tc);

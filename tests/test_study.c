@@ -758,6 +758,61 @@ START_TEST(one_controller_per_folder)
 }
 END_TEST
 
+/* A GPU-placed objective: counts the trials running at once and, in trial 1,
+ * keeps the live table while another trial runs beside it. */
+struct placed {
+    tune_study *study;
+    atomic_int running, most;
+    char *table;
+    int bad_gpu;
+};
+
+static tune_status obj_placed(tune_trial *t, void *ud)
+{
+    struct placed *p = ud;
+    int now = atomic_fetch_add(&p->running, 1) + 1;
+    int most = atomic_load(&p->most);
+    while (now > most && !atomic_compare_exchange_weak(&p->most, &most, now))
+        ;
+    int gpu = tune_trial_gpu(t, 0);
+    if (tune_trial_gpu_count(t) != 1 || (gpu != 0 && gpu != 1))
+        p->bad_gpu = 1;
+    nanosleep(&(struct timespec){0, 150 * 1000000L}, NULL);
+    if (tune_trial_id(t) == 1) {
+        /* Another objective is inside too: its trial holds the other GPU. */
+        for (int i = 0; i < 400 && atomic_load(&p->running) < 2; i++)
+            nanosleep(&(struct timespec){0, 5 * 1000000L}, NULL);
+        tune_study_progress_text(p->study, 10, &p->table, NULL);
+    }
+    atomic_fetch_sub(&p->running, 1);
+    const char *name = "score";
+    double v = 1;
+    tune_trial_report(t, 1, &name, &v, NULL);
+    return TUNE_OK;
+}
+
+/* "gpu": 1 on two GPUs: two trials at once whatever max_concurrent_trials
+ * allows, each with its own GPU, shown in the live table's gpu column. */
+START_TEST(gpu_placement_bounds_concurrency)
+{
+    struct placed p = {0};
+    p.study = study_from("{\"metric\": \"score\", \"num_samples\": 6, \"storage\": \":memory:\","
+                         " \"max_concurrent_trials\": 8, \"gpus\": [0, 1],"
+                         " \"resources_per_trial\": {\"gpu\": 1}}");
+    tune_study_set_objective(p.study, obj_placed, &p, NULL);
+    ck_assert_int_eq(tune_study_run(p.study, NULL), TUNE_OK);
+    ck_assert_int_eq(atomic_load(&p.most), 2);
+    ck_assert_int_eq(p.bad_gpu, 0);
+    ck_assert_ptr_nonnull(p.table);
+    ck_assert_msg(strstr(p.table, "| trial    | status     | gpu      |"), "%s", p.table);
+    ck_assert_msg(strstr(p.table, "| RUNNING    | 0        |") &&
+                      strstr(p.table, "| RUNNING    | 1        |"),
+                  "%s", p.table);
+    tune_free(p.table);
+    tune_study_free(p.study);
+}
+END_TEST
+
 static Suite *study_suite(void)
 {
     Suite *s = suite_create("study");
@@ -779,6 +834,7 @@ static Suite *study_suite(void)
     tcase_add_test(tc, duplicate_metric_refused);
     tcase_add_test(tc, resume_errored_retries_error_trials);
     tcase_add_test(tc, one_controller_per_folder);
+    tcase_add_test(tc, gpu_placement_bounds_concurrency);
     suite_add_tcase(s, tc);
     return s;
 }

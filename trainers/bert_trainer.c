@@ -34,7 +34,7 @@
 #include "models/device/device.h"
 #include "models/text/dataset_tsv.h"
 #include "models/text/tokenizer.h"
-#include "models/device/gpu_pool.h"
+#include "models/cuda/cuda_backend.h"
 #include "tune_config.h"
 
 #define MAX_CACHED_LENGTHS 8
@@ -219,9 +219,10 @@ struct bert_trainer {
     int load_failed;
     int device_logged; /* "auto" said once why it runs on the CPU (under lock) */
     /* Which GPU a trial takes (prepare()): pinned >= 0 under MPI (the rank's own
-     * GPU by its rank on the node), else the pool packs trials by
-     * resources_per_trial.gpu; neither when trials run on the CPU. */
-    struct tunep_gpu_pool *pool;
+     * GPU by its rank on the node), else with `placed` the engine's placement
+     * packs trials by resources_per_trial.gpu (tune_trial_gpu()); neither when
+     * trials run on the CPU. */
+    int placed;
     int pinned;
 };
 
@@ -267,7 +268,6 @@ static void bert_free(void *state)
         tunep_dataset_free(t->cache[i].dev);
     }
     tunep_tokenizer_free(t->tok);
-    tunep_gpu_pool_free(t->pool);
     pthread_mutex_destroy(&t->lock);
     tunep_free(t);
 }
@@ -353,15 +353,16 @@ static tune_status bert_prepare(void *state, const struct tunep_trainer_env *env
     if (st)
         return st;
     log_device_fallback(t, why);
-    if (cuda >= 0 && t->cfg->device.index < 0 && t->resources_gpu != 0 && !t->pool) {
-        /* An MPI worker rank takes its own GPU by its rank on the node; else trials are packed. */
-        struct tunep_gpu_pool_options opt = {0};
-        if ((st = tunep_gpu_pool_new(&opt, &t->pool, err)))
-            return st;
+    if (cuda >= 0 && t->cfg->device.index < 0 && t->resources_gpu != 0 && !t->placed) {
+        /* An MPI worker rank takes its own GPU by its rank on the node; else the engine packs
+         * trials onto the GPUs by the share resources() reports. */
         if (env->local_rank >= 0) {
-            t->pinned = env->local_rank % tunep_gpu_pool_device_count(t->pool);
-            tunep_gpu_pool_free(t->pool);
-            t->pool = NULL;
+            int n = 0;
+            if ((st = tunep_cuda_device_count(&n, err)))
+                return st;
+            t->pinned = n > 0 ? env->local_rank % n : -1;
+        } else {
+            t->placed = 1;
         }
     }
     struct cached_data *data;
@@ -374,29 +375,13 @@ static void bert_resources(const void *state, const struct tunep_trainer_env *en
     const struct bert_trainer *t = state;
     (void)env;
     ret->cpu_threads = t->threads;
-    ret->gpu_share = t->pool || t->pinned >= 0 ? gpu_share(t) : 0;
+    ret->gpu_share = t->placed ? gpu_share(t) : 0;
 }
 
-/*
- * A share of a GPU from the pool for this trial (*ret_gpu = -1 when trials
- * do not use the pool). When none is free now, the trial waits for one: the
- * pool answers "wait" only while other trials hold GPUs, so a release comes.
- */
-static tune_status take_gpu(struct bert_trainer *t, size_t mem_bytes, int *ret_gpu, tune_error *err)
+/* The engine checks a GPU's free memory with this before it places a trial there. */
+static tune_status bert_gpu_mem(int device, size_t *ret_free, size_t *ret_total, tune_error *err)
 {
-    *ret_gpu = -1;
-    if (!t->pool)
-        return TUNE_OK;
-    for (;;) {
-        int dev = -1;
-        tune_status st = tunep_gpu_pool_acquire(t->pool, gpu_share(t), mem_bytes, &dev, err);
-        if (st || dev >= 0) {
-            *ret_gpu = dev;
-            return st;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    return tunep_cuda_mem_info(device, ret_free, ret_total, err);
 }
 
 /* get_linear_schedule_with_warmup's multiplier for the update with index s (0-based). */
@@ -532,8 +517,8 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     const struct bert_config *cfg = t->cfg;
     tune_error err = {0};
     struct tunep_backend *be = NULL;
-    int gpu = -1;         /* the pool's GPU for this trial, released at the end */
-    size_t gpu_bytes = 0; /* the device memory reserved with it */
+    /* The GPU the engine placed this attempt on (it gives it back when the attempt ends). */
+    int gpu = t->placed ? tune_trial_gpu(trial, 0) : -1;
     struct tunep_bert *m = NULL;
     size_t *order = NULL, *eval_order = NULL;
     float *logits = NULL;
@@ -606,19 +591,8 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     int B_max = (int)(batch_size > cfg->eval_batch_size ? batch_size : cfg->eval_batch_size);
     /* The device: cfg->device ("cpu", "auto", "cuda[:N]"); a missing "cuda"
      * device fails the trial with the reason (prepare() already stopped a
-     * whole run). The GPU pool's per-trial device will replace the -1. */
+     * whole run). The engine's placement gives the device index. */
     char why[300] = "";
-    if (t->pool) {
-        /* The pool reserves what the model will allocate (fp32 on a GPU), so
-         * that trials started together cannot oversubscribe the device. */
-        struct tunep_bert_memory mem;
-        if ((st = tunep_bert_memory_estimate(&mc, B_max, (int)max_seq_len, sizeof(float), &mem,
-                                             &err)))
-            goto fail;
-        gpu_bytes = mem.total;
-    }
-    if ((st = take_gpu(t, gpu_bytes, &gpu, &err)))
-        goto fail;
     /* resources_per_trial {"gpu": 0} keeps "auto" trials on the CPU, as in Ray. */
     const struct tunep_device cpu_only = {TUNEP_DEVICE_CPU, -1};
     const struct tunep_device *device =
@@ -745,14 +719,6 @@ out:
     tunep_free(logits);
     tunep_bert_free(m);
     tunep_device_close(be);
-    if (gpu >= 0) {
-        /* A sticky CUDA error (this trial's or another's) has corrupted the
-         * device's context for the rest of the process: no trial goes there
-         * again, and the retries of the failed ones land elsewhere. */
-        if (tunep_cuda_device_broken(gpu))
-            tunep_gpu_pool_disable(t->pool, gpu);
-        tunep_gpu_pool_release(t->pool, gpu, gpu_share(t), gpu_bytes);
-    }
     return st;
 }
 
@@ -775,5 +741,8 @@ const struct tunep_trainer_type tunep_trainer_bert = {
     .resources = bert_resources,
     .free = bert_free,
     .max_iterations = bert_max_iterations,
+    .gpu_mem = bert_gpu_mem,
     .can_checkpoint = 1,
+    .uses_cpu = 1,
+    .uses_gpu = 1,
 };

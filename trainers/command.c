@@ -14,7 +14,10 @@
  * TUNE_TRIAL_ID, TUNE_TRIAL_ATTEMPT, TUNE_TRIAL_SEED, TUNE_TRIAL_DIR and
  * TUNE_REPORT_FD, and PYTHONUNBUFFERED=1 unless set otherwise, because a
  * Python script's stdout into a pipe is block-buffered and its reports would
- * otherwise arrive only when it exits.
+ * otherwise arrive only when it exits. With "resources_per_trial" it also
+ * gets CUDA_VISIBLE_DEVICES (the GPUs the engine placed the trial on, over
+ * any other value) and, from "cpu", OMP_NUM_THREADS, MKL_NUM_THREADS and
+ * OPENBLAS_NUM_THREADS (unless trainer.env sets them).
  *
  * Protocol: a line `tune-report {"val_accuracy": 0.81, "loss": 0.4}` on
  * stdout, or on the pipe at descriptor TUNE_REPORT_FD (where a bare JSON
@@ -96,6 +99,7 @@ static const struct tunep_option command_options[] = {
 struct command_trainer {
     const struct command_config *cfg; /* borrowed from the study's config */
     locale_t c_locale;                /* number parsing whatever LC_NUMERIC says */
+    int cpu;                          /* resources_per_trial.cpu (prepare()); 0: not given */
 };
 
 /* ---- templates ------------------------------------------------------------ */
@@ -261,6 +265,24 @@ static tune_status command_create(const void *vcfg, const char *source, void **r
     }
     *ret_state = t;
     return TUNE_OK;
+}
+
+static tune_status command_prepare(void *state, const struct tunep_trainer_env *env,
+                                   tune_error *err)
+{
+    (void)err;
+    struct command_trainer *t = state;
+    t->cpu = env->resources_cpu;
+    return TUNE_OK;
+}
+
+/* A trial's program runs on "cpu" threads and on the GPUs the engine placed it on. */
+static void command_resources(const void *state, const struct tunep_trainer_env *env,
+                              struct tunep_trial_resources *ret)
+{
+    const struct command_trainer *t = state;
+    ret->cpu_threads = t->cpu > 0 ? t->cpu : 1;
+    ret->gpu_share = env->resources_gpu > 0 ? env->resources_gpu : 0;
 }
 
 static void command_free(void *state)
@@ -1102,7 +1124,7 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
     const struct command_config *cfg = r->ct->cfg;
     tune_trial *t = r->t;
     char **argv = tunep_calloc(cfg->argv.n + 1, sizeof *argv);
-    size_t n_extra = cfg->env.n + 8;
+    size_t n_extra = cfg->env.n + 12;
     char **extra = tunep_calloc(n_extra + 1, sizeof *extra);
     char *params = NULL;
     char bad[TUNEP_SPACE_MAX_NAME + 64];
@@ -1126,7 +1148,18 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
     size_t n = 0;
     const char *path_env = NULL;
     int have_unbuffered = getenv("PYTHONUNBUFFERED") != NULL;
+    /* The thread variables of "cpu" unless trainer.env sets them; the placement's
+     * CUDA_VISIBLE_DEVICES over any other, so the program sees only its GPUs. */
+    static const char *const thread_vars[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                              "OPENBLAS_NUM_THREADS"};
+    int set_threads[3] = {r->ct->cpu > 0, r->ct->cpu > 0, r->ct->cpu > 0};
+    const char *gpu_ids = tune_trial_gpu_count(t) > 0 ? tune_trial_gpu_ids(t) : NULL;
     for (size_t i = 0; i < cfg->env.n; i++) {
+        for (int k = 0; k < 3; k++)
+            if (strcmp(cfg->env.names[i], thread_vars[k]) == 0)
+                set_threads[k] = 0;
+        if (gpu_ids && strcmp(cfg->env.names[i], "CUDA_VISIBLE_DEVICES") == 0)
+            continue;
         struct tunep_buf b;
         tunep_buf_init(&b);
         tunep_buf_printf(&b, "%s=", cfg->env.names[i]);
@@ -1155,8 +1188,12 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
               tunep_asprintf("TUNE_TRIAL_SEED=%llu", (unsigned long long)tune_trial_seed(t))) ||
         !(extra[n++] = tunep_asprintf("TUNE_REPORT_FD=%d", cfg->report_fd)) ||
         (dir && !(extra[n++] = tunep_asprintf("TUNE_TRIAL_DIR=%s", dir))) ||
-        (!have_unbuffered && !(extra[n++] = tunep_strdup("PYTHONUNBUFFERED=1"))))
+        (!have_unbuffered && !(extra[n++] = tunep_strdup("PYTHONUNBUFFERED=1"))) ||
+        (gpu_ids && !(extra[n++] = tunep_asprintf("CUDA_VISIBLE_DEVICES=%s", gpu_ids))))
         goto oom;
+    for (int k = 0; k < 3; k++)
+        if (set_threads[k] && !(extra[n++] = tunep_asprintf("%s=%d", thread_vars[k], r->ct->cpu)))
+            goto oom;
     *ret_n_extra = n;
     char why[600];
     int f = tunep_command_find_program(argv[0], cfg->cwd, path_env, ret_path, why, sizeof why);
@@ -1520,7 +1557,12 @@ const struct tunep_trainer_type tunep_trainer_command = {
     .config_size = sizeof(struct command_config),
     .check = command_check,
     .create = command_create,
+    .prepare = command_prepare,
     .objective = command_objective,
+    .resources = command_resources,
     .free = command_free,
     .own_process = 1,
+    .uses_cpu = 1,
+    .uses_gpu = 1,
+    .multi_gpu = 1,
 };

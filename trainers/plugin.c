@@ -328,4 +328,7 @@ const struct tunep_trainer_type tunep_trainer_plugin = {
     .prepare = plugin_prepare,
     .objective = plugin_objective,
     .free = plugin_free,
+    /* Its objective reads the GPUs placed for it with tune_trial_gpu(). */
+    .uses_gpu = 1,
+    .multi_gpu = 1,
 };

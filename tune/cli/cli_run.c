@@ -252,6 +252,25 @@ static int run_or_serve(tune_study *study, int quiet, int per_rank)
     return run_study(study, quiet);
 }
 
+/* --gpus LIST: 1 when argv[*i] is that option (it and its value consumed), -1 when its value is
+ * bad (said on stderr), 0 otherwise. */
+static int gpus_flag(const char *cmd, int argc, char **argv, int *i)
+{
+    const char *v = NULL;
+    if (strcmp(argv[*i], "--gpus") == 0 && *i + 1 < argc)
+        v = argv[++*i];
+    else if (strncmp(argv[*i], "--gpus=", 7) == 0)
+        v = argv[*i] + 7;
+    else
+        return 0;
+    tune_error err;
+    if (tune_set_gpus(v, &err) != TUNE_OK) {
+        fprintf(stderr, "tune %s: --gpus: %s\n", cmd, err.text);
+        return -1;
+    }
+    return 1;
+}
+
 int cli_run(int argc, char **argv)
 {
     const char *config = NULL, *storage = NULL;
@@ -260,11 +279,14 @@ int cli_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume] "
-                   "[--resume-errored] [--force] [--trials-per-rank N]\n"
+                   "[--resume-errored] [--force] [--trials-per-rank N] [--gpus LIST]\n"
                    "Runs the sweep; results go to DIR (default: the config's storage, or\n"
                    "tune_results/<name>): experiment.db, results.csv, progress.csv.\n"
                    "A DIR that already holds an experiment is refused: continue it with\n"
                    "`tune resume DIR`, or choose another DIR.\n"
+                   "  --gpus LIST         the GPUs trials are placed on: a count (2) or device\n"
+                   "                      ids (0,1; one as 3,), instead of the config's \"gpus\"\n"
+                   "                      and the GPUs found\n"
                    "  --resume            continue the experiment in DIR if there is one\n%s",
                    resume_help);
             return CLI_OK;
@@ -276,6 +298,9 @@ int cli_run(int argc, char **argv)
             storage = argv[i] + 10;
         } else if (resume_flag(argv[i], &flags)) {
             continue;
+        } else if ((pr = gpus_flag("run", argc, argv, &i)) != 0) {
+            if (pr < 0)
+                return CLI_USAGE;
         } else if ((pr = per_rank_flag(argc, argv, &i, &per_rank)) != 0) {
             if (pr < 0) {
                 fprintf(stderr, "tune run: --trials-per-rank needs an integer from 1 to 4096\n");
@@ -385,10 +410,23 @@ int cli_resume(int argc, char **argv)
 int cli_validate(int argc, char **argv)
 {
     if (argc >= 2 && cli_is_help(argv[1])) {
-        printf("usage: tune validate CONFIG\nChecks the config; writes nothing.\n");
+        printf("usage: tune validate CONFIG [--gpus LIST]\nChecks the config; writes nothing.\n"
+               "  --gpus LIST  the GPUs trials would be placed on (as tune run --gpus)\n");
         return CLI_OK;
     }
-    if (argc != 2) {
+    const char *config = NULL;
+    for (int i = 1; i < argc; i++) {
+        int g = gpus_flag("validate", argc, argv, &i);
+        if (g < 0)
+            return CLI_USAGE;
+        if (g == 0 && (argv[i][0] == '-' || config)) {
+            fprintf(stderr, "tune validate: expected exactly one CONFIG\n");
+            return CLI_USAGE;
+        }
+        if (g == 0)
+            config = argv[i];
+    }
+    if (!config) {
         fprintf(stderr, "tune validate: expected exactly one CONFIG\n");
         return CLI_USAGE;
     }
@@ -396,14 +434,14 @@ int cli_validate(int argc, char **argv)
     tune_set_log_callback(log_to_stderr, TUNE_LOG_WARN, NULL);
     tune_study *study = NULL;
     tune_error err;
-    tune_status st = tune_study_new_from_file(argv[1], &study, &err);
+    tune_status st = tune_study_new_from_file(config, &study, &err);
     if (st) {
         cli_print_error(&err);
         return cli_exit_code(st);
     }
     int64_t c[TUNE_TRIAL_STATUS_COUNT];
     tune_study_counts(study, c);
-    printf("%s: ok (%lld trials, storage %s)\n", argv[1], (long long)c[TUNE_TRIAL_PENDING],
+    printf("%s: ok (%lld trials, storage %s)\n", config, (long long)c[TUNE_TRIAL_PENDING],
            tune_study_storage(study));
     tune_study_free(study);
     return CLI_OK;

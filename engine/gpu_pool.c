@@ -8,7 +8,7 @@
  * so that two acquires never judge the same free memory, only for devices
  * whose units fit.
  */
-#include "models/device/gpu_pool.h"
+#include "engine/gpu_pool.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "models/cuda/cuda_backend.h"
+#include "engine/placement.h"
 
 struct tunep_gpu_pool {
     pthread_mutex_t lock;
@@ -32,13 +32,6 @@ struct tunep_gpu_pool {
     void *mem_user;
 };
 
-static tune_status cuda_mem(void *user, int device, size_t *ret_free, size_t *ret_total,
-                            tune_error *err)
-{
-    (void)user;
-    return tunep_cuda_mem_info(device, ret_free, ret_total, err);
-}
-
 tune_status tunep_gpu_pool_new(const struct tunep_gpu_pool_options *opt,
                                struct tunep_gpu_pool **ret_pool, tune_error *err)
 {
@@ -46,9 +39,13 @@ tune_status tunep_gpu_pool_new(const struct tunep_gpu_pool_options *opt,
         return tunep_error_set(err, TUNE_EINVAL, "gpu pool: NULL argument");
     int n = opt->device_count;
     if (n <= 0) {
-        tune_status st = tunep_cuda_device_count(&n, err);
+        struct tunep_gpu_set found;
+        tune_status st = tunep_gpu_discover(&found, err);
         if (st != TUNE_OK)
             return st;
+        if (found.n == 0)
+            return tunep_error_set(err, TUNE_EDEVICE, "no GPU found: %s", found.why);
+        n = found.n;
     }
     if (n > TUNEP_GPU_MAX_DEVICES)
         return tunep_error_set(err, TUNE_EINVAL, "gpu pool: %d devices, at most %d are supported",
@@ -61,7 +58,7 @@ tune_status tunep_gpu_pool_new(const struct tunep_gpu_pool_options *opt,
         return tunep_error_set(err, TUNE_ENOMEM, "gpu pool: cannot create a mutex");
     }
     p->n = n;
-    p->mem_info = opt->mem_info ? opt->mem_info : cuda_mem;
+    p->mem_info = opt->mem_info;
     p->mem_user = opt->mem_user;
     *ret_pool = p;
     return TUNE_OK;
@@ -135,6 +132,10 @@ tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction,
         int d = order[i];
         size_t fr = 0, tot = 0;
         tune_error merr = {0};
+        if (!pool->mem_info) {
+            chosen = d;
+            break;
+        }
         if ((st = pool->mem_info(pool->mem_user, d, &fr, &tot, &merr)) != TUNE_OK) {
             tunep_error_set(err, st, "cuda:%d: %s", d, merr.text);
             break;
@@ -240,4 +241,28 @@ int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device)
     int t = pool->trials[device];
     pthread_mutex_unlock(&pool->lock);
     return t;
+}
+
+tune_status tunep_gpu_pool_acquire_whole(struct tunep_gpu_pool *pool, int count, int *ret_devices,
+                                         int *ret_got, tune_error *err)
+{
+    if (!pool || !ret_devices || !ret_got)
+        return tunep_error_set(err, TUNE_EINVAL, "gpu pool: NULL argument");
+    if (count < 1 || count > pool->n)
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "resources_per_trial.gpu: %d whole GPUs, but %d are available",
+                               count, pool->n);
+    int got = 0;
+    pthread_mutex_lock(&pool->lock);
+    for (int d = 0; d < pool->n && got < count; d++)
+        if (pool->used[d] == 0)
+            ret_devices[got++] = d;
+    if (got == count)
+        for (int i = 0; i < count; i++) {
+            pool->used[ret_devices[i]] = TUNEP_GPU_UNITS;
+            pool->trials[ret_devices[i]]++;
+        }
+    pthread_mutex_unlock(&pool->lock);
+    *ret_got = got == count ? count : 0;
+    return TUNE_OK;
 }

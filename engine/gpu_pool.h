@@ -14,8 +14,12 @@
  *
  * Placement spreads: of the devices where the trial fits, the one with the
  * most free units (then the lowest index), so that fewer trials than slots
- * get a GPU each. The pool is thread-safe; device memory comes from
- * cudaMemGetInfo or, for tests, from an injected function.
+ * get a GPU each. The pool is thread-safe and needs no CUDA: it packs shares
+ * onto device numbers. Device memory is checked only when the caller hands
+ * it a query (a trainer that runs CUDA in this process; tests).
+ *
+ * Trials that take several whole GPUs ("gpu": 2) take devices nobody holds
+ * any share of (tunep_gpu_pool_acquire_whole).
  */
 #ifndef TUNE_GPU_POOL_H
 #define TUNE_GPU_POOL_H
@@ -39,15 +43,16 @@ typedef tune_status (*tunep_gpu_mem_fn)(void *user, int device, size_t *ret_free
                                         tune_error *err);
 
 struct tunep_gpu_pool_options {
-    int device_count;          /* devices to use (0 .. count-1); <= 0: all CUDA reports */
-    tunep_gpu_mem_fn mem_info; /* NULL: tunep_cuda_mem_info (cudaMemGetInfo) */
+    int device_count;          /* devices to use (0 .. count-1); <= 0: those discovery finds
+                                * (tunep_gpu_discover) */
+    tunep_gpu_mem_fn mem_info; /* NULL: memory is not checked */
     void *mem_user;            /* handed to mem_info */
 };
 
 /*
  * Creates a pool over the devices. @return TUNE_OK, TUNE_EINVAL (more than
- * TUNEP_GPU_MAX_DEVICES), TUNE_EDEVICE or TUNE_EUNSUPPORTED (no CUDA device,
- * with the reason, when device_count <= 0), TUNE_ENOMEM; *ret_pool untouched
+ * TUNEP_GPU_MAX_DEVICES), TUNE_EDEVICE (no GPU found, with the reason, when
+ * device_count <= 0), TUNE_ENOMEM; *ret_pool untouched
  * on failure.
  */
 tune_status tunep_gpu_pool_new(const struct tunep_gpu_pool_options *opt,
@@ -87,6 +92,15 @@ int tunep_gpu_pool_slots(const struct tunep_gpu_pool *pool, double fraction);
  */
 tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction, size_t mem_bytes,
                                    int *ret_device, tune_error *err);
+
+/*
+ * Reserves `count` whole devices that no trial holds any share of, for a trial
+ * of "gpu": count. *ret_got is count and ret_devices[0 .. count-1] the devices,
+ * or 0 when that many are not free now (retry after a release). TUNE_EINVAL
+ * when count is not in 1 .. the pool's devices. Release each with fraction 1.
+ */
+tune_status tunep_gpu_pool_acquire_whole(struct tunep_gpu_pool *pool, int count, int *ret_devices,
+                                         int *ret_got, tune_error *err);
 
 /* Gives back what tunep_gpu_pool_acquire reserved on device: the same
  * fraction and mem_bytes. A release without a matching acquire is ignored
