@@ -195,7 +195,7 @@ static void run_bad_config(void)
 {
     shuffle<<<1, 2048>>>(dev_floats(32));
     if (cudaGetLastError() == cudaErrorInvalidConfiguration)
-        exit(1);
+        _exit(1);
 }
 
 static void run_gemm(int ld_wrong)
@@ -209,7 +209,7 @@ static void run_gemm(int ld_wrong)
     cublasStatus_t s = cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 8, &one, A,
                                       ld_wrong ? 3 : 4, B, 8, &zero, C, 4);
     if (s == CUBLAS_STATUS_INVALID_VALUE)
-        exit(1);
+        _exit(1);
 }
 
 static void run_gemm_outside(void)
@@ -228,7 +228,7 @@ static void run_wrong_direction(void)
     float *d = dev_floats(8);
     /* device-to-host with the arguments of a host-to-device copy */
     if (cudaMemcpy(d, h, sizeof h, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue)
-        exit(1);
+        _exit(1);
 }
 
 /* ---- checks in this process ------------------------------------------------ */
@@ -276,6 +276,9 @@ static void check_sort(void)
     const int want[n] = {3, 1, 4, 5, 0, 2}; /* stable: equal keys keep their order */
     for (int i = 0; i < n; i++)
         CHECK(out[i] == want[i]);
+    CHECK(cudaFree(temp) == cudaSuccess && cudaFree(dk) == cudaSuccess &&
+          cudaFree(dko) == cudaSuccess && cudaFree(dv) == cudaSuccess &&
+          cudaFree(dvo) == cudaSuccess);
 }
 
 static void run_racy(int *ret_out0, int *ret_out1)
