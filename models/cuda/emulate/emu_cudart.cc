@@ -127,7 +127,19 @@ static const struct {
      "CUDA driver version is insufficient for CUDA runtime version"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
+    {cudaErrorLaunchTimeout, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
+    {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
+    {cudaErrorHardwareStackError, "cudaErrorHardwareStackError", "hardware stack error"},
+    {cudaErrorIllegalInstruction, "cudaErrorIllegalInstruction",
+     "an illegal instruction was encountered"},
+    {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
+    {cudaErrorInvalidAddressSpace, "cudaErrorInvalidAddressSpace",
+     "operation not supported on global/shared address space"},
+    {cudaErrorInvalidPc, "cudaErrorInvalidPc", "invalid program counter"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
 };
 
 const char *cudaGetErrorString(cudaError_t e)
@@ -210,6 +222,18 @@ cudaError_t cudaMalloc(void **p, size_t size)
     used += rounded;
     *p = m;
     return cudaSuccess;
+}
+
+cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMalloc(p, size);
+}
+
+cudaError_t cudaFreeAsync(void *p, cudaStream_t stream)
+{
+    (void)stream;
+    return cudaFree(p);
 }
 
 cudaError_t cudaFree(void *p)

@@ -22,7 +22,16 @@ enum cudaError {
     cudaErrorInsufficientDriver = 35,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchTimeout = 702,
+    cudaErrorAssert = 710,
+    cudaErrorHardwareStackError = 714,
+    cudaErrorIllegalInstruction = 715,
+    cudaErrorMisalignedAddress = 716,
+    cudaErrorInvalidAddressSpace = 717,
+    cudaErrorInvalidPc = 718,
     cudaErrorLaunchFailure = 719,
+    cudaErrorNotSupported = 801,
 };
 typedef enum cudaError cudaError_t;
 
@@ -75,6 +84,9 @@ TUNEP_EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s);
 TUNEP_EMU_API cudaError_t cudaDeviceSynchronize(void);
 TUNEP_EMU_API cudaError_t cudaMalloc(void **p, size_t size);
 TUNEP_EMU_API cudaError_t cudaFree(void *p);
+/* Stream-ordered allocation: streams are synchronous here, so these are cudaMalloc and cudaFree. */
+TUNEP_EMU_API cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t stream);
+TUNEP_EMU_API cudaError_t cudaFreeAsync(void *p, cudaStream_t stream);
 TUNEP_EMU_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t size,
                                           enum cudaMemcpyKind kind, cudaStream_t s);
 TUNEP_EMU_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t size,
