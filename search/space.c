@@ -675,20 +675,23 @@ static void mul_64x64(uint64_t a, uint64_t b, uint64_t *ret_hi, uint64_t *ret_lo
  * an interval", 2019) on x * n + t, t = 2^64 mod n: a draw whose low word is
  * below t is drawn again. Each value keeps exactly floor(2^64 / n) draws (the
  * offset t moves the rejected ones, never their number), larger draws give
- * larger values as scale_incl() does for u, and both x = 0 and x = 2^64 - 1
- * are accepted (so a constant generator cannot loop).
+ * larger values as scale_incl() does for u. A draw is rejected with
+ * probability t / 2^64 < 1/2, so after 64 rejections in a row the generator is
+ * not random (a constant one, as the fuzzer's): the last draw is taken then,
+ * so that no generator can make this loop forever.
  */
 static uint64_t random_below(gsl_rng *r, uint64_t n)
 {
     if (n == 0)
         return random_u64(r);
     uint64_t t = (0 - n) % n, hi, lo;
+    int tries = 0;
     do {
         mul_64x64(random_u64(r), n, &hi, &lo);
         lo += t;
         hi += lo < t; /* the carry */
-    } while (lo < t);
-    return hi;
+    } while (lo < t && ++tries < 64);
+    return hi < n ? hi : n - 1; /* a rejected draw's carry can reach n */
 }
 
 /* One gsl_rng_uniform per parameter; normals draw gsl_ran_gaussian (Ray's np.random.normal);
