@@ -428,6 +428,38 @@ static double low_byte_chisq(const long *bins, int n)
 
 /* Ranges wider than 2^53 reach every integer: their low bits are uniform (a
  * 53-bit u only reaches every 2048th integer of int64), as is every bit. */
+/* A generator that always says 5: with randint [0, 3 * 2^60) every 64-bit draw
+ * (5 << 32 | 5, which is 5 mod 16) lands in the rejected zone. */
+static unsigned long const5_get(void *state)
+{
+    (void)state;
+    return 5;
+}
+static double const5_get_double(void *state)
+{
+    (void)state;
+    return 5.0 / 4294967296.0;
+}
+static void const5_set(void *state, unsigned long seed)
+{
+    (void)state, (void)seed;
+}
+static const gsl_rng_type const5_type = {
+    "const5", 0xffffffffUL, 0, sizeof(int), &const5_set, &const5_get, &const5_get_double};
+
+/* A degenerate generator cannot make a wide draw loop forever, nor leave its range. */
+START_TEST(test_wide_int_draw_ends_with_a_constant_generator)
+{
+    OK(tune_space_add_randint(sp, "n", 0, INT64_C(3) << 60, &err));
+    gsl_rng *r = gsl_rng_alloc(&const5_type);
+    ck_assert_ptr_nonnull(r);
+    struct tunep_value out[1];
+    tunep_space_sample(sp, r, 0, 0, out);
+    ck_assert(out[0].u.i >= 0 && out[0].u.i < (INT64_C(3) << 60));
+    gsl_rng_free(r);
+}
+END_TEST
+
 START_TEST(test_wide_int_ranges_uniform)
 {
     enum { N = 25600 };
@@ -653,6 +685,7 @@ static Suite *sampler_suite(void)
     tcase_add_test(tc, test_randn_moments);
     tcase_add_test(tc, test_chisq_choice_randint);
     tcase_add_test(tc, test_wide_int_ranges_uniform);
+    tcase_add_test(tc, test_wide_int_draw_ends_with_a_constant_generator);
     tcase_add_test(tc, test_determinism);
     suite_add_tcase(s, tc);
 
