@@ -18,7 +18,7 @@ import os
 import statistics
 import sys
 
-GOAL_RAY = 100.0  # issue #8: tune's overhead per report at least 100x lower than Ray Tune's
+GOAL_RAY = 100.0  # the goal: tune's overhead per report at least 100x lower than Ray Tune's
 
 
 def load(path):
