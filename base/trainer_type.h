@@ -87,6 +87,20 @@ struct tunep_trainer_type {
      * this process).
      */
     tune_status (*gpu_mem)(int device, size_t *ret_free, size_t *ret_total, tune_error *err);
+    /*
+     * Device memory one trial holds on its GPU, in bytes, after prepare(): the
+     * engine reserves it in the GPU pool, so trials that share a GPU and start
+     * together never take more than was free. It must cover every trial the
+     * search space can make (the largest batch and sequence length). 0, or
+     * NULL: the pool's default.
+     */
+    size_t (*gpu_mem_need)(const void *state);
+    /*
+     * 1 when GPU `device` (its CUDA index in this process) can no longer run
+     * trials in this process (a sticky CUDA error poisoned its context); the
+     * engine then places no more trials there. NULL: never.
+     */
+    int (*gpu_broken)(int device);
     unsigned can_checkpoint : 1; /* saves checkpoints, so PBT can copy them */
     /* The "resources_per_trial" keys it honours: any other is an error at validate. The engine
      * places trials on GPUs (tune_trial_gpu()) for every trainer with uses_gpu. */

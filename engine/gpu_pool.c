@@ -223,6 +223,16 @@ void tunep_gpu_pool_disable(struct tunep_gpu_pool *pool, int device)
     pthread_mutex_unlock(&pool->lock);
 }
 
+int tunep_gpu_pool_disabled(struct tunep_gpu_pool *pool, int device)
+{
+    if (!pool || device < 0 || device >= pool->n)
+        return 0;
+    pthread_mutex_lock(&pool->lock);
+    int d = pool->disabled[device];
+    pthread_mutex_unlock(&pool->lock);
+    return d;
+}
+
 size_t tunep_gpu_pool_reserved(struct tunep_gpu_pool *pool, int device)
 {
     if (!pool || device < 0 || device >= pool->n)
@@ -252,10 +262,12 @@ tune_status tunep_gpu_pool_acquire_whole(struct tunep_gpu_pool *pool, int count,
         return tunep_error_set(err, TUNE_EINVAL,
                                "resources_per_trial.gpu: %d whole GPUs, but %d are available",
                                count, pool->n);
-    int got = 0;
+    int got = 0, usable = 0;
     pthread_mutex_lock(&pool->lock);
+    for (int d = 0; d < pool->n; d++)
+        usable += !pool->disabled[d];
     for (int d = 0; d < pool->n && got < count; d++)
-        if (pool->used[d] == 0)
+        if (pool->used[d] == 0 && !pool->disabled[d])
             ret_devices[got++] = d;
     if (got == count)
         for (int i = 0; i < count; i++) {
@@ -264,5 +276,10 @@ tune_status tunep_gpu_pool_acquire_whole(struct tunep_gpu_pool *pool, int count,
         }
     pthread_mutex_unlock(&pool->lock);
     *ret_got = got == count ? count : 0;
+    if (usable < count)
+        return tunep_error_set(err, TUNE_EDEVICE,
+                               "a trial needs %d whole GPUs, but a sticky CUDA error has left "
+                               "only %d of the %d usable in this process",
+                               count, usable, pool->n);
     return TUNE_OK;
 }

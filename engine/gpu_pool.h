@@ -97,7 +97,8 @@ tune_status tunep_gpu_pool_acquire(struct tunep_gpu_pool *pool, double fraction,
  * Reserves `count` whole devices that no trial holds any share of, for a trial
  * of "gpu": count. *ret_got is count and ret_devices[0 .. count-1] the devices,
  * or 0 when that many are not free now (retry after a release). TUNE_EINVAL
- * when count is not in 1 .. the pool's devices. Release each with fraction 1.
+ * when count is not in 1 .. the pool's devices; TUNE_EDEVICE when fewer than
+ * count are still usable (not disabled). Release each with fraction 1.
  */
 tune_status tunep_gpu_pool_acquire_whole(struct tunep_gpu_pool *pool, int count, int *ret_devices,
                                          int *ret_got, tune_error *err);
@@ -115,6 +116,8 @@ int tunep_gpu_pool_trials(struct tunep_gpu_pool *pool, int device);
  * this process); its holders still release. Once every device is disabled,
  * acquire fails with TUNE_EDEVICE. */
 void tunep_gpu_pool_disable(struct tunep_gpu_pool *pool, int device);
+/* 1 when device was disabled. */
+int tunep_gpu_pool_disabled(struct tunep_gpu_pool *pool, int device);
 
 /* Device memory reserved on device by the trials holding it, in bytes. */
 size_t tunep_gpu_pool_reserved(struct tunep_gpu_pool *pool, int device);

@@ -300,6 +300,7 @@ static tune_status start_placement(struct tune_study *s, double share, int *ret_
         return st;
     s->gpu_whole = share > 1 ? (int)share : 0;
     s->gpu_share = share > 1 ? 0 : share;
+    s->gpu_mem_need = mine && tt->gpu_mem_need ? tt->gpu_mem_need(s->trainer_state) : 0;
     *ret_slots =
         s->gpu_whole ? s->gpus->n / s->gpu_whole : tunep_gpu_pool_slots(s->gpu_pool, s->gpu_share);
     return TUNE_OK;
@@ -1163,6 +1164,45 @@ static void unlink_handle(struct tune_trial **head, struct tune_trial *t)
         }
 }
 
+/* 1 when the trainer says this process can no longer use GPU d (a pool index). */
+static int gpu_broken(const struct tune_study *s, int d)
+{
+    const struct tunep_trainer_type *tt = s->cfg.trainer;
+    return tt && s->fn == tt->objective && tt->gpu_broken && tt->gpu_broken(s->gpus->ordinal[d]);
+}
+
+/* Takes GPU d out of the pool for the rest of the run, once. Lock held. */
+static void disable_gpu(struct tune_study *s, int d)
+{
+    if (tunep_gpu_pool_disabled(s->gpu_pool, d))
+        return;
+    tunep_gpu_pool_disable(s->gpu_pool, d);
+    tunep_log(TUNE_LOG_WARN,
+              "GPU %s had an unrecoverable CUDA error: no more trials are placed on it in this "
+              "run (tune resume starts a new process, which can use it again)",
+              s->gpus->id[d]);
+}
+
+/*
+ * A reservation that holds a GPU which broke since its last release (a trial
+ * still running there hit a sticky error): the broken ones are disabled and
+ * the whole reservation given back. 1 then, else 0. Lock held.
+ */
+static int drop_broken(struct tune_study *s, int n, const int *gpu)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        if (gpu_broken(s, gpu[i])) {
+            disable_gpu(s, gpu[i]);
+            any = 1;
+        }
+    if (any)
+        for (int i = 0; i < n; i++)
+            tunep_gpu_pool_release(s->gpu_pool, gpu[i], s->gpu_whole ? 1.0 : s->gpu_share,
+                                   s->gpu_whole ? 0 : s->gpu_mem_need);
+    return any;
+}
+
 /*
  * Reserves the next attempt's GPUs into t, waiting while none fit (a trial
  * left running past its timeout still holds its share). 0, or -1 when the
@@ -1185,7 +1225,7 @@ static int take_gpus(struct tune_study *s, struct tune_trial *t)
             st = tunep_gpu_pool_acquire_whole(s->gpu_pool, s->gpu_whole, t->gpu, &got, &e);
         } else {
             int dev = -1;
-            st = tunep_gpu_pool_acquire(s->gpu_pool, s->gpu_share, 0, &dev, &e);
+            st = tunep_gpu_pool_acquire(s->gpu_pool, s->gpu_share, s->gpu_mem_need, &dev, &e);
             t->gpu[0] = dev;
             got = dev >= 0;
         }
@@ -1193,11 +1233,12 @@ static int take_gpus(struct tune_study *s, struct tune_trial *t)
             set_fatal(s, &e);
             return -1;
         }
-        if (got) {
+        if (got && !drop_broken(s, got, t->gpu)) {
             t->n_gpus = got;
             break;
         }
-        wait_for_work(s);
+        if (!got)
+            wait_for_work(s);
     }
     size_t len = 0;
     for (int i = 0; i < t->n_gpus; i++) {
@@ -1208,11 +1249,19 @@ static int take_gpus(struct tune_study *s, struct tune_trial *t)
     return 0;
 }
 
-/* Gives back the n GPUs of gpu[] and wakes the workers waiting for them. Lock held. */
+/*
+ * Gives back the n GPUs of gpu[] and wakes the workers waiting for them; a
+ * GPU that the trainer says is broken in this process (a sticky CUDA error)
+ * takes no more trials. Lock held.
+ */
 static void release_gpus(struct tune_study *s, int n, const int *gpu)
 {
-    for (int i = 0; i < n; i++)
-        tunep_gpu_pool_release(s->gpu_pool, gpu[i], s->gpu_whole ? 1.0 : s->gpu_share, 0);
+    for (int i = 0; i < n; i++) {
+        tunep_gpu_pool_release(s->gpu_pool, gpu[i], s->gpu_whole ? 1.0 : s->gpu_share,
+                               s->gpu_whole ? 0 : s->gpu_mem_need);
+        if (gpu_broken(s, gpu[i]))
+            disable_gpu(s, gpu[i]);
+    }
     if (n && s->have_work_cond)
         pthread_cond_broadcast(&s->work_cond);
 }

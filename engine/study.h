@@ -203,6 +203,8 @@ struct tune_study {
     struct tunep_gpu_pool *gpu_pool; /* during a run that places trials; else NULL */
     double gpu_share;                /* a trial's share of one GPU (0, 1]; 0: whole GPUs */
     int gpu_whole;                   /* whole GPUs a trial takes when gpu_share is 0 */
+    size_t gpu_mem_need;             /* device memory a shared-GPU trial reserves; 0: the
+                                      * pool's default */
 };
 
 /* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */

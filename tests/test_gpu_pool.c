@@ -352,6 +352,32 @@ START_TEST(disabled_devices_take_no_trials)
 }
 END_TEST
 
+/* Whole-GPU trials skip disabled devices too, and say so once too few are left. */
+START_TEST(disabled_devices_take_no_whole_trials)
+{
+    struct tunep_gpu_pool *p = make_pool(3, 40 * 1024 * MIB);
+    int devs[3] = {-1, -1, -1}, got = -1;
+    tunep_gpu_pool_disable(p, 0);
+    ck_assert_int_eq(tunep_gpu_pool_disabled(p, 0), 1);
+    ck_assert_int_eq(tunep_gpu_pool_disabled(p, 1), 0);
+    ck_assert_int_eq(tunep_gpu_pool_acquire_whole(p, 2, devs, &got, NULL), TUNE_OK);
+    ck_assert_int_eq(got, 2);
+    ck_assert_int_eq(devs[0], 1);
+    ck_assert_int_eq(devs[1], 2);
+    tunep_gpu_pool_release(p, 1, 1.0, 0);
+    tunep_gpu_pool_release(p, 2, 1.0, 0);
+    tunep_gpu_pool_disable(p, 2);
+    tune_error err = {0};
+    ck_assert_int_eq(tunep_gpu_pool_acquire_whole(p, 2, devs, &got, &err), TUNE_EDEVICE);
+    ck_assert_int_eq(got, 0);
+    ck_assert_msg(strstr(err.text, "only 1 of the 3 usable") != NULL, "message: %s", err.text);
+    ck_assert_int_eq(tunep_gpu_pool_acquire_whole(p, 1, devs, &got, NULL), TUNE_OK);
+    ck_assert_int_eq(got, 1);
+    ck_assert_int_eq(devs[0], 1);
+    tunep_gpu_pool_free(p);
+}
+END_TEST
+
 /* Without an injected count the pool asks CUDA: on a machine without a GPU
  * (or a build without CUDA) that is an error naming the reason. */
 START_TEST(real_devices_or_a_reason)
@@ -386,6 +412,7 @@ static Suite *gpu_pool_suite(void)
     tcase_add_test(tc, threads_keep_the_books_balanced);
     tcase_add_test(tc, memory_is_reserved_not_just_checked);
     tcase_add_test(tc, disabled_devices_take_no_trials);
+    tcase_add_test(tc, disabled_devices_take_no_whole_trials);
     tcase_add_test(tc, real_devices_or_a_reason);
     suite_add_tcase(s, tc);
     return s;

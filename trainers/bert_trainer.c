@@ -55,6 +55,7 @@ struct bert_config {
     char *device_text;          /* "device": cpu (the default), auto, cuda, cuda:N */
     int tf32;                   /* "precision": "tf32" lets cuBLAS round to TF32 on CUDA */
     struct tunep_device device; /* device_text, parsed by check() */
+    int largest_batch;          /* the largest batch_size the search space makes (check()) */
 };
 
 static const char *const precisions[] = {"fp32", "tf32", NULL};
@@ -149,6 +150,19 @@ static void warn_long_warmup(const struct bert_config *b, const struct tunep_tra
                   b->epochs, (long long)n);
 }
 
+/* The largest batch_size a trial can take: the space's bound, else Hugging Face's default. */
+static int largest_batch(const struct tunep_trainer_check_ctx *ctx)
+{
+    double lo, hi;
+    for (size_t i = 0; ctx && i < ctx->n_params; i++)
+        if (strcmp(ctx->param_names[i], "batch_size") == 0)
+            return ctx->param_range && ctx->param_range(ctx, "batch_size", &lo, &hi) == 0 &&
+                           hi >= 1 && hi <= 4096
+                       ? (int)hi
+                       : 4096; /* unknown: the most a trial accepts */
+    return 32;
+}
+
 static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *ctx,
                               struct tunep_opt_error *e)
 {
@@ -196,6 +210,7 @@ static tune_status bert_check(void *vcfg, const struct tunep_trainer_check_ctx *
     if (!b->checkpoint && b->max_seq_len > b->max_position)
         return tunep_opt_fail(e, "max_seq_len", 0, "%d is longer than model.max_position (%d)",
                               b->max_seq_len, b->max_position);
+    b->largest_batch = largest_batch(ctx);
     if (ctx)
         warn_long_warmup(b, ctx);
     return TUNE_OK;
@@ -224,6 +239,7 @@ struct bert_trainer {
      * trials run on the CPU. */
     int placed;
     int pinned;
+    size_t gpu_mem_need; /* device memory a placed trial takes (prepare()) */
 };
 
 /* Threads per trial: the setting, else resources_per_trial.cpu, else the cores
@@ -323,6 +339,35 @@ out:
     return st;
 }
 
+/* The model's shapes: the checkpoint's config.json, else the trainer's "model" section. */
+static tune_status model_config(const struct bert_trainer *t, const struct cached_data *data,
+                                struct tunep_bert_config *mc, tune_error *err)
+{
+    const struct bert_config *cfg = t->cfg;
+    tune_status st;
+    tunep_bert_config_default(mc);
+    if (cfg->checkpoint) {
+        /* Shapes (and, unless the trial sets dropout, dropouts) from the checkpoint. */
+        if ((st = tunep_bert_hf_config_load(cfg->checkpoint, mc, err)))
+            return st;
+        if (mc->V != (int)tunep_tokenizer_vocab_size(t->tok))
+            return tunep_error_set_at(err, TUNE_ECONFIG, cfg->checkpoint, 0, 0,
+                                      "vocab_size %d differs from the %zu entries of '%s'", mc->V,
+                                      tunep_tokenizer_vocab_size(t->tok), cfg->vocab);
+    } else {
+        mc->L = cfg->layers;
+        mc->C = cfg->hidden;
+        mc->NH = cfg->heads;
+        mc->I = cfg->intermediate;
+        mc->P = cfg->max_position;
+        mc->V = (int)tunep_tokenizer_vocab_size(t->tok);
+    }
+    mc->K = tunep_dataset_num_labels(data->train);
+    if (mc->K < 2)
+        mc->K = 2;
+    return TUNE_OK;
+}
+
 /* Says once per study why "device": "auto" runs on the CPU (why: the reason). */
 static void log_device_fallback(struct bert_trainer *t, const char *why)
 {
@@ -366,7 +411,28 @@ static tune_status bert_prepare(void *state, const struct tunep_trainer_env *env
         }
     }
     struct cached_data *data;
-    return get_data(t, t->cfg->max_seq_len, &data, err);
+    if ((st = get_data(t, t->cfg->max_seq_len, &data, err)))
+        return st;
+    if (!t->placed)
+        return TUNE_OK;
+    /* What the largest trial holds on its GPU: its batch (or the evaluation's) at the longest
+     * sequences, weights, gradients, AdamW state, activations and the cuBLAS workspace. */
+    struct tunep_bert_config mc;
+    struct tunep_bert_memory mem;
+    int batch = t->cfg->largest_batch > t->cfg->eval_batch_size ? t->cfg->largest_batch
+                                                                : t->cfg->eval_batch_size;
+    if ((st = model_config(t, data, &mc, err)) ||
+        (st =
+             tunep_bert_memory_estimate(&mc, batch, t->cfg->max_seq_len, sizeof(float), &mem, err)))
+        return st;
+    t->gpu_mem_need = mem.total;
+    return TUNE_OK;
+}
+
+static size_t bert_gpu_mem_need(const void *state)
+{
+    const struct bert_trainer *t = state;
+    return t->gpu_mem_need;
 }
 
 static void bert_resources(const void *state, const struct tunep_trainer_env *env,
@@ -556,34 +622,14 @@ static tune_status bert_objective(tune_trial *trial, void *user_data)
     }
 
     struct tunep_bert_config mc;
-    tunep_bert_config_default(&mc);
-    if (cfg->checkpoint) {
-        /* Shapes (and, unless the trial sets dropout, dropouts) from the checkpoint. */
-        if ((st = tunep_bert_hf_config_load(cfg->checkpoint, &mc, &err)))
-            goto fail;
-        if (mc.V != (int)tunep_tokenizer_vocab_size(t->tok)) {
-            st = tunep_error_set_at(&err, TUNE_ECONFIG, cfg->checkpoint, 0, 0,
-                                    "vocab_size %d differs from the %zu entries of '%s'", mc.V,
-                                    tunep_tokenizer_vocab_size(t->tok), cfg->vocab);
-            goto fail;
-        }
-        if (max_seq_len > mc.P) {
-            st = tunep_error_set_at(&err, TUNE_ECONFIG, cfg->checkpoint, 0, 0,
-                                    "max_seq_len %lld exceeds max_position_embeddings %d",
-                                    (long long)max_seq_len, mc.P);
-            goto fail;
-        }
-    } else {
-        mc.L = cfg->layers;
-        mc.C = cfg->hidden;
-        mc.NH = cfg->heads;
-        mc.I = cfg->intermediate;
-        mc.P = cfg->max_position;
-        mc.V = (int)tunep_tokenizer_vocab_size(t->tok);
+    if ((st = model_config(t, data, &mc, &err)))
+        goto fail;
+    if (cfg->checkpoint && max_seq_len > mc.P) {
+        st = tunep_error_set_at(&err, TUNE_ECONFIG, cfg->checkpoint, 0, 0,
+                                "max_seq_len %lld exceeds max_position_embeddings %d",
+                                (long long)max_seq_len, mc.P);
+        goto fail;
     }
-    mc.K = tunep_dataset_num_labels(data->train);
-    if (mc.K < 2)
-        mc.K = 2;
     if (!cfg->checkpoint || tune_trial_get_double_or(trial, "dropout", -1) >= 0) {
         mc.hidden_dropout = dropout;
         mc.attn_dropout = dropout;
@@ -742,6 +788,8 @@ const struct tunep_trainer_type tunep_trainer_bert = {
     .free = bert_free,
     .max_iterations = bert_max_iterations,
     .gpu_mem = bert_gpu_mem,
+    .gpu_mem_need = bert_gpu_mem_need,
+    .gpu_broken = tunep_cuda_device_broken,
     .can_checkpoint = 1,
     .uses_cpu = 1,
     .uses_gpu = 1,
