@@ -615,12 +615,12 @@ static int run_step_bench(const struct named_config *nc, int B, int S, int threa
            "\"gflop_per_step\": %.3f, \"achieved_gflops\": %.2f, \"loss_first\": %.4f, "
            "\"loss_last\": %.4f, \"grad_norm_last\": %.4f, \"clip_norm\": %.1f, "
            "\"setup_s\": %.2f, \"max_rss_kib\": %ld, \"kernels_isa\": \"%s\", "
-           "\"blas_core\": \"%s\", "
+           "\"blas\": \"%s\", \"blas_core\": \"%s\", "
            "\"blas_underuses_cpu\": %s, \"breakdown\": %s, \"clock\": \"%s\", ",
            1e3 * med, 1e3 * min_of(t_step, steps), 1e3 * median(t_fwd, steps),
            1e3 * median(t_bwd, steps), 1e3 * median(t_opt, steps), (double)ntok / med,
            (double)B / med, f_train / 1e9, f_train / med / 1e9, loss_first, loss_last, norm_last,
-           opt.clip_norm, t_setup, max_rss_kib(), tunep_cpu_isa_name(isa),
+           opt.clip_norm, t_setup, max_rss_kib(), tunep_cpu_isa_name(isa), tunep_cpu_blas_name(),
            tunep_cpu_blas_corename(), tunep_cpu_blas_underuses_cpu() ? "true" : "false",
            breakdown ? "true" : "false", bench_clock == CLOCK_MONOTONIC ? "wall" : "cpu");
     /* Cores' worth of CPU used by this process and by everything else during the timed steps. */

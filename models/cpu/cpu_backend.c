@@ -224,9 +224,9 @@ tune_status tunep_cpu_backend_new(int threads, struct tunep_backend **ret_backen
     static atomic_flag warned = ATOMIC_FLAG_INIT;
     if (tunep_cpu_blas_underuses_cpu() && !atomic_flag_test_and_set(&warned))
         tunep_log(TUNE_LOG_WARN,
-                  "OpenBLAS uses its '%s' kernels on a CPU with AVX2 and FMA; "
-                  "set OPENBLAS_CORETYPE=Haswell for up to 4x faster matrix products",
-                  tunep_cpu_blas_corename());
+                  "%s uses its '%s' kernels on a CPU with AVX2 and FMA; start the process with "
+                  "%s for up to 4x faster matrix products",
+                  tunep_cpu_blas_name(), tunep_cpu_blas_corename(), tunep_cpu_blas_env_advice());
     *ret_backend = &cb->base;
     return TUNE_OK;
 }

@@ -1,9 +1,10 @@
 /*
- * cpu_matmul.c - GEMM for the CPU backend: OpenBLAS cblas_sgemm (the only
- * file that includes <cblas.h>) and the naive loops that serve as
+ * cpu_matmul.c - GEMM for the CPU backend: the CBLAS's cblas_sgemm (OpenBLAS
+ * by default, or the one -Dblas names; this is the only file that includes
+ * <cblas.h>) and the naive loops that serve as
  * double-precision path and as test oracle (llm.c matmul_forward_naive).
  *
- * Threading: OpenBLAS is kept at one thread and large GEMMs are cut into
+ * Threading: the BLAS is kept at one thread and large GEMMs are cut into
  * `threads` row (or column) blocks, one single-threaded sgemm per OpenMP
  * thread. One pool then owns the cores: on the 2-core reference machine an
  * OpenMP pool next to OpenBLAS's own pthreads pool cost PyTorch up to 1.8x
@@ -24,6 +25,9 @@
 #include <cblas.h>
 #include <stddef.h>
 #include <string.h>
+#if defined(TUNE_BLAS_BLIS)
+#include <blis.h>
+#endif
 
 #if defined(_OPENMP)
 #define CPU_PRAGMA(x) _Pragma(#x)
@@ -36,31 +40,122 @@
  * of an OpenMP fork/join. */
 #define SPLIT_MIN_MACS (1 << 18)
 
+/* What the CBLAS chosen at configure time (-Dblas) offers beyond cblas_sgemm: OpenBLAS
+ * and BLIS have a process-wide thread count and name their kernels; another CBLAS is
+ * taken as it is (run it single-threaded through its own environment variable). */
+#if defined(TUNE_BLAS_OPENBLAS)
 void tunep_cpu_blas_setup(void)
 {
     if (openblas_get_num_threads() != 1)
         openblas_set_num_threads(1);
 }
 
+const char *tunep_cpu_blas_name(void)
+{
+    return "OpenBLAS";
+}
+
 const char *tunep_cpu_blas_corename(void)
 {
     return openblas_get_corename();
 }
+#elif defined(TUNE_BLAS_BLIS)
+void tunep_cpu_blas_setup(void)
+{
+    bli_thread_set_num_threads(1);
+}
+
+const char *tunep_cpu_blas_name(void)
+{
+    return "BLIS";
+}
+
+const char *tunep_cpu_blas_corename(void)
+{
+    return bli_arch_string(bli_arch_query_id());
+}
+#else
+void tunep_cpu_blas_setup(void)
+{
+}
+
+const char *tunep_cpu_blas_name(void)
+{
+    return "CBLAS";
+}
+
+const char *tunep_cpu_blas_corename(void)
+{
+    return "unknown";
+}
+#endif
+
+/* 1 on an x86 CPU with AVX2 and FMA (the least the BLAS kernels named below need). */
+static int has_avx2_fma(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
 
 int tunep_cpu_blas_underuses_cpu(void)
 {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(TUNE_BLAS_OPENBLAS)
     static const char *const old_cores[] = {"Prescott", "Core2",       "Penryn", "Dunnington",
                                             "Nehalem",  "Sandybridge", "Atom",   "Barcelona",
                                             "Opteron",  "Bobcat",      "Katmai", "Northwood"};
     const char *core = openblas_get_corename();
-    if (!core || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    if (!core || !has_avx2_fma())
         return 0;
     for (size_t i = 0; i < sizeof old_cores / sizeof old_cores[0]; i++)
         if (strcmp(core, old_cores[i]) == 0)
             return 1;
+#elif defined(TUNE_BLAS_BLIS)
+    /* BLIS 0.9 does not know Zen 4 and runs its reference kernels there. */
+    return has_avx2_fma() && bli_arch_query_id() == BLIS_ARCH_GENERIC;
 #endif
     return 0;
+}
+
+#if defined(TUNE_BLAS_BLIS)
+/* BLIS_ARCH_TYPE takes the arch_t value, which blis.h defines by position: these are the
+ * 0.9 values written below; a BLIS that moves them fails to build here, not at run time. */
+_Static_assert(BLIS_ARCH_SKX == 0 && BLIS_ARCH_HASWELL == 3,
+               "BLIS_ARCH_TYPE values differ from those tunep_cpu_blas_env_advice writes");
+#endif
+
+/* Skylake-X's AVX-512 subsets (F, CD, BW, DQ, VL), which OpenBLAS's SkylakeX and BLIS's
+ * skx kernels need: forcing them elsewhere dies with SIGILL. */
+static int has_avx512_skylake(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+const char *tunep_cpu_blas_env_advice(void)
+{
+    int under = tunep_cpu_blas_underuses_cpu();
+    int avx512 = under && has_avx512_skylake();
+#if defined(TUNE_BLAS_OPENBLAS)
+    if (!under)
+        return "OPENBLAS_NUM_THREADS=1";
+    return avx512 ? "OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX"
+                  : "OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=Haswell";
+#elif defined(TUNE_BLAS_BLIS)
+    if (!under)
+        return "BLIS_NUM_THREADS=1";
+    return avx512 ? "BLIS_NUM_THREADS=1 BLIS_ARCH_TYPE=0" : "BLIS_NUM_THREADS=1 BLIS_ARCH_TYPE=3";
+#else
+    (void)under, (void)avx512;
+    return NULL;
+#endif
 }
 
 static void sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,

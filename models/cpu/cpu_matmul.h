@@ -22,20 +22,31 @@ void tunep_cpu_gemm_naive(int trans_a, int trans_b, int M, int N, int K, float a
                           int ldc);
 
 /*
- * Puts OpenBLAS in single-threaded mode (process-wide; idempotent), so that
- * the only thread pool is the backend's OpenMP team and the two never fight
- * for cores. Called when a CPU backend is created.
+ * Puts the BLAS (OpenBLAS, BLIS) in single-threaded mode (process-wide;
+ * idempotent), so that the only thread pool is the backend's OpenMP team and
+ * the two never fight for cores. Called when a CPU backend is created.
  */
 void tunep_cpu_blas_setup(void);
-/* OpenBLAS's core name ("Zen", "Haswell"), for logs and benchmarks. */
+/* The BLAS this build uses ("OpenBLAS", "BLIS", "CBLAS"), and the kernels it
+ * picked for this CPU (OpenBLAS's core name "Zen", "Haswell"; BLIS's
+ * configuration "zen3", "skx"), for logs and benchmarks. */
+const char *tunep_cpu_blas_name(void);
 const char *tunep_cpu_blas_corename(void);
 /*
- * 1 when OpenBLAS runs pre-AVX2 kernels on a CPU that has AVX2 and FMA: an
+ * 1 when the BLAS runs pre-AVX2 kernels on a CPU that has AVX2 and FMA: an
  * OpenBLAS older than the CPU (0.3.21 does not know Intel family 6 model 207)
  * falls back to "Prescott" SSE3 kernels, which made a bert-tiny step ~1.5x
  * slower here; OPENBLAS_CORETYPE=Haswell (set before the process starts)
  * restores the FMA kernels.
  */
 int tunep_cpu_blas_underuses_cpu(void);
+/*
+ * The environment the BLAS should start in (read when it loads, so only a new
+ * process can take it): one BLAS thread, and where it underuses the CPU the
+ * best kernels this CPU runs (Skylake-X with AVX-512, else Haswell). BLIS 0.9
+ * picks its reference kernels on CPUs it does not know, such as Zen 4. NULL
+ * for another CBLAS. This is tune_cpu_env_advice().
+ */
+const char *tunep_cpu_blas_env_advice(void);
 
 #endif /* TUNE_CPU_MATMUL_H */
