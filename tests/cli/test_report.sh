@@ -372,6 +372,7 @@ probe = """<script>
   D2.trials = D2.trials.slice(0, 10);
   D2.trials.forEach(function (t) { keep[t[0]] = 1; });
   D2.curves = D2.curves.filter(function (c) { return keep[c[0]]; });
+  D2.series = D2.series.filter(function (c) { return keep[c[0]]; });
   window.tuneReport(D2);
   r.push('rows10=' + document.getElementById('table').getAttribute('data-rows'));
   r.push('curves10=' + drawn('curves') + '/' + D2.curves.length);
