@@ -14,15 +14,22 @@
  * network, fonts or external scripts), so the file can be mailed or opened
  * offline.
  *
+ * What the page adds to the store's rows is computed here: the importance
+ * of each hyperparameter by fANOVA (search/importance.c) over the TERMINATED
+ * trials, per metric of the table (the first REPORT_IMPORTANCE_METRICS), with
+ * the experiment's seed, so the same store gives the same page.
+ *
  * Size and speed: one JSON row per trial (parameters and last metrics
- * exact, as in results.csv) and, per report of its last attempt, an
- * (iteration, value) pair of the main metric with 6 significant digits, which
- * is all a plot can show. Measured on the 2-core dev VM: 1,000 trials of ASHA
- * over 10 iterations give 167 kB, drawn by Chromium in about 0.3 s; 1,000
- * trials of 100 reports each (FIFO) give 1.4 MB (tests/cli/test_report.sh
- * holds a 1,000-trial page to at most 5 MB, drawn and loaded in under 2 s).
- * The table shows its first 200 rows until asked for all, which keeps the
- * first drawing of a big sweep short.
+ * exact, as in results.csv); per report of its last attempt, an (iteration,
+ * value) pair of the main metric ("curves", kept for pages that read only
+ * it); and per attempt, every report's iteration, time_total_s and value of
+ * every table metric with 6 significant digits ("series"), which is all a
+ * plot can show. Measured on the 2-core dev VM under load: 1,000 trials of
+ * ASHA over 10 iterations give 278 kB, drawn by Chromium in 0.4 to 0.7 s;
+ * 1,000 trials of 100 reports of two metrics (FIFO) give 4.6 MB
+ * (tests/cli/test_report.sh holds a 1,000-trial page to at most 5 MB, drawn
+ * and loaded in under 2 s). The table shows its first 200 rows until asked
+ * for all, which keeps the first drawing of a big sweep short.
  *
  * Escaping: every string from the store (names, parameter values, error
  * texts) goes through html_text() in HTML and json_string() in the JSON. The
