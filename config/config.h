@@ -114,6 +114,9 @@ tune_status tunep_config_unknown_key(const struct tunep_cfgctx *ctx, struct tune
 
 /* "random", "grid", "tpe", .... Static strings. */
 const char *tunep_search_algo_name(enum tunep_search_algo a);
+/* Appends the search algorithm and every option it takes, with its value:
+ * "tpe: n_startup_trials 10, n_ei_candidates 24, ..." (the report's summary). */
+void tunep_config_search_summary(const struct tunep_config *c, struct tunep_buf *out);
 
 /* Reads a config file (limit TUNEP_MAX_CONFIG_BYTES) into a NUL-terminated buffer; a folder
  * is TUNE_ECONFIG. Caller frees with tunep_free. */

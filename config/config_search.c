@@ -53,6 +53,51 @@ const char *tunep_search_algo_name(enum tunep_search_algo a)
     return "unknown";
 }
 
+/* The value of option key for c's algorithm, as the report prints it. */
+static void option_value(const struct tunep_config *c, const char *key, struct tunep_buf *out)
+{
+    int is_tpe = c->search == TUNEP_SEARCH_TPE || c->search == TUNEP_SEARCH_BOHB;
+    char num[40];
+    num[0] = 0;
+    if (strcmp(key, "n_startup_trials") == 0)
+        tunep_buf_printf(out, "%d", is_tpe ? c->tpe.n_startup_trials : c->gp.n_startup_trials);
+    else if (strcmp(key, "n_ei_candidates") == 0)
+        tunep_buf_printf(out, "%d", c->tpe.n_ei_candidates);
+    else if (strcmp(key, "prior_weight") == 0)
+        tunep_format_double(num, sizeof num, c->tpe.prior_weight);
+    else if (strcmp(key, "consider_endpoints") == 0)
+        tunep_buf_puts(out, c->tpe.consider_endpoints ? "true" : "false");
+    else if (strcmp(key, "multivariate") == 0)
+        tunep_buf_puts(out, c->tpe.multivariate ? "true" : "false");
+    else if (strcmp(key, "constant_liar") == 0)
+        tunep_buf_puts(out, c->tpe.constant_liar ? "true" : "false");
+    else if (strcmp(key, "gamma") == 0)
+        tunep_format_double(num, sizeof num, c->tpe.gamma);
+    else if (strcmp(key, "n_candidates") == 0)
+        tunep_buf_printf(out, "%d", c->gp.n_candidates);
+    else if (strcmp(key, "xi") == 0)
+        tunep_format_double(num, sizeof num, c->gp.xi);
+    else if (strcmp(key, "scramble") == 0)
+        tunep_buf_puts(out, c->qmc.scramble ? "true" : "false");
+    else if (strcmp(key, "lhs_samples") == 0)
+        tunep_buf_printf(out, "%lld", (long long)c->qmc.lhs_samples);
+    tunep_buf_puts(out, num);
+}
+
+void tunep_config_search_summary(const struct tunep_config *c, struct tunep_buf *out)
+{
+    tunep_buf_puts(out, tunep_search_algo_name(c->search));
+    const char *sep = ": ";
+    /* Row 0 is "algorithm" itself. */
+    for (size_t i = 1; i < sizeof options / sizeof *options; i++) {
+        if (!(options[i].algos & (1u << c->search)))
+            continue;
+        tunep_buf_printf(out, "%s%s ", sep, options[i].key);
+        option_value(c, options[i].key, out);
+        sep = ", ";
+    }
+}
+
 void tunep_config_search_defaults(struct tunep_config *c)
 {
     c->search = TUNEP_SEARCH_RANDOM;

@@ -6,21 +6,30 @@
  * plotted travels as one JSON document in a <script type="application/json">
  * element, which the inline script (store/report/report.js, with its style
  * in report.css; both pasted in at build time by scripts/embed.c) draws
+ * through its one entry point, window.tuneReport(D), which a live page may
+ * call again with a newer document (so fields are added, never renamed),
  * as SVG: the learning curve of every trial with ASHA's rung milestones, each
  * parameter against the final metric (log axes for log domains), parallel
  * coordinates, and a sortable table of trials. Nothing is fetched (no
  * network, fonts or external scripts), so the file can be mailed or opened
  * offline.
  *
+ * What the page adds to the store's rows is computed here: the importance
+ * of each hyperparameter by fANOVA (search/importance.c) over the TERMINATED
+ * trials, per metric of the table (the first REPORT_IMPORTANCE_METRICS), with
+ * the experiment's seed, so the same store gives the same page.
+ *
  * Size and speed: one JSON row per trial (parameters and last metrics
- * exact, as in results.csv) and, per report of its last attempt, an
- * (iteration, value) pair of the main metric with 6 significant digits, which
- * is all a plot can show. Measured on the 2-core dev VM: 1,000 trials of ASHA
- * over 10 iterations give 167 kB, drawn by Chromium in about 0.3 s; 1,000
- * trials of 100 reports each (FIFO) give 1.4 MB (tests/cli/test_report.sh
- * holds a 1,000-trial page to at most 5 MB, drawn and loaded in under 2 s).
- * The table shows its first 200 rows until asked for all, which keeps the
- * first drawing of a big sweep short.
+ * exact, as in results.csv); per report of its last attempt, an (iteration,
+ * value) pair of the main metric ("curves", kept for pages that read only
+ * it); and per attempt, every report's iteration, time_total_s and value of
+ * every table metric with 6 significant digits ("series"), which is all a
+ * plot can show. Measured on the 2-core dev VM under load: 1,000 trials of
+ * ASHA over 10 iterations give 278 kB, drawn by Chromium in 0.4 to 0.7 s;
+ * 1,000 trials of 100 reports of two metrics (FIFO) give 4.6 MB
+ * (tests/cli/test_report.sh holds a 1,000-trial page to at most 5 MB, drawn
+ * and loaded in under 2 s). The table shows its first 200 rows until asked
+ * for all, which keeps the first drawing of a big sweep short.
  *
  * Escaping: every string from the store (names, parameter values, error
  * texts) goes through html_text() in HTML and json_string() in the JSON. The
@@ -46,6 +55,7 @@
 #include "base/file_io.h"
 #include "config/config.h"
 #include "schedulers/scheduler.h"
+#include "search/importance.h"
 /* report_css and report_js: store/report/report.css and report.js, embedded at build time. */
 #include "report_assets.h"
 
@@ -73,6 +83,23 @@ struct report {
     struct tunep_buf best_html;              /* the best trial's config, for the summary */
     int first_row;
     int64_t curve_trial; /* the trial whose curve is open, or -1 */
+    double t0;           /* the first trial's start: trial times are written from it */
+    /* The stored config, parsed: the space places values for the importance. */
+    struct tunep_config cfg;
+    int cfg_ok;
+    long *space_of; /* [n_space_of stored params]: the parameter's index in cfg.space, or -1 */
+    size_t n_space_of;
+    /* The finished (TERMINATED) trials: configurations in space order and last metric values. */
+    struct tunep_value *fin_cfg; /* [cap * cfg.space->n] */
+    double *fin_y;               /* [cap * REPORT_MAX_METRICS] */
+    size_t n_fin, cap_fin;
+    /* The series pass: the reports of one (trial, attempt) until it changes. */
+    int64_t ser_trial;
+    int ser_attempt;
+    size_t ser_n, ser_cap;
+    int64_t *ser_it;
+    double *ser_t, *ser_v; /* [ser_cap], [ser_cap * REPORT_MAX_METRICS] */
+    int ser_first;
 };
 
 /* ---- text output ----------------------------------------------------------- */
@@ -291,7 +318,57 @@ static void best_config_html(struct report *r, const struct tunep_stored_trial *
         tunep_buf_puts(b, "(no parameters)");
 }
 
-/* Pass 2: one row per trial: [id, status, iteration, time_total_s, [params], [metrics], error]. */
+/* A stored value in the space's terms: a string becomes the space's own copy of
+ * that choice (the stored one lives only during the callback), or "" when the
+ * parameter has no such value. */
+static struct tunep_value space_value(const struct tunep_param *p, const struct tunep_value *v)
+{
+    struct tunep_value out = *v;
+    if (v->type != TUNEP_V_STRING)
+        return out;
+    out.u.s = "";
+    for (size_t k = 0; k < p->n_values; k++)
+        if (p->values[k].type == TUNEP_V_STRING && v->u.s && strcmp(p->values[k].u.s, v->u.s) == 0)
+            out.u.s = p->values[k].u.s;
+    return out;
+}
+
+/* Keeps a TERMINATED trial's configuration and last metric values for the importance. */
+static tune_status keep_finished(struct report *r, const struct tunep_stored_trial *t)
+{
+    if (!r->cfg_ok || t->status != TUNE_TRIAL_TERMINATED || !r->space_of)
+        return TUNE_OK;
+    const tune_space *sp = r->cfg.space;
+    if (r->n_fin == r->cap_fin) {
+        size_t cap = r->cap_fin ? 2 * r->cap_fin : 64;
+        struct tunep_value *c =
+            tunep_realloc(r->fin_cfg, r->cap_fin * sp->n * sizeof *c, cap * sp->n * sizeof *c + 1);
+        if (!c)
+            return TUNE_ENOMEM;
+        r->fin_cfg = c;
+        double *y = tunep_realloc(r->fin_y, r->cap_fin * REPORT_MAX_METRICS * sizeof *y,
+                                  cap * REPORT_MAX_METRICS * sizeof *y);
+        if (!y)
+            return TUNE_ENOMEM;
+        r->fin_y = y;
+        r->cap_fin = cap;
+    }
+    struct tunep_value *row = r->fin_cfg + r->n_fin * sp->n;
+    for (size_t i = 0; i < sp->n; i++)
+        row[i] = sp->params[i].n_values ? sp->params[i].values[0]
+                                        : (struct tunep_value){TUNEP_V_DOUBLE, {.d = 0}};
+    for (size_t i = 0; i < t->n_params && i < r->n_space_of; i++)
+        if (r->space_of[i] >= 0)
+            row[r->space_of[i]] = space_value(&sp->params[r->space_of[i]], &t->params[i]);
+    for (size_t k = 0; k < r->n_metrics; k++)
+        r->fin_y[r->n_fin * REPORT_MAX_METRICS + k] =
+            metric_of(r->metrics[k], t->n_metrics, t->metric_names, t->metric_values);
+    r->n_fin++;
+    return TUNE_OK;
+}
+
+/* Pass 2: one row per trial: [id, status, iteration, time_total_s, [params], [metrics], error,
+ * attempt, start, end] (start and end in seconds from the first trial's start, t0). */
 static tune_status trial_row(void *ud, const struct tunep_stored_trial *t)
 {
     struct report *r = ud;
@@ -318,9 +395,15 @@ static tune_status trial_row(void *ud, const struct tunep_stored_trial *t)
         json_string(b, t->error);
     else
         tunep_buf_puts(b, "null");
+    tunep_buf_printf(b, ",%d,", t->attempt);
+    json_number(b, t->start_time - r->t0, 1);
+    tunep_buf_puts(b, ",");
+    json_number(b, t->end_time - r->t0, 1);
     tunep_buf_puts(b, "]");
     if (t->trial_id == r->best_id)
         best_config_html(r, t);
+    if (keep_finished(r, t))
+        return TUNE_ENOMEM;
     return b->oom ? TUNE_ENOMEM : TUNE_OK;
 }
 
@@ -341,59 +424,241 @@ static tune_status curve_point(void *ud, int64_t trial_id, int attempt, int64_t 
     return b->oom ? TUNE_ENOMEM : TUNE_OK;
 }
 
+/* Writes the open (trial, attempt) series: [id, attempt, [iterations], [time_total_s],
+ * [[values of metric 0], ...]], a metric that no report of it holds as null. */
+static void series_flush(struct report *r)
+{
+    struct tunep_buf *b = &r->json;
+    if (!r->ser_n)
+        return;
+    tunep_buf_printf(b, "%s\n[%" PRId64 ",%d,[", r->ser_first ? "" : ",", r->ser_trial,
+                     r->ser_attempt);
+    r->ser_first = 0;
+    for (size_t i = 0; i < r->ser_n; i++)
+        tunep_buf_printf(b, "%s%" PRId64, i ? "," : "", r->ser_it[i]);
+    tunep_buf_puts(b, "],[");
+    for (size_t i = 0; i < r->ser_n; i++) {
+        if (i)
+            tunep_buf_append(b, ",", 1);
+        json_number(b, r->ser_t[i], 1);
+    }
+    tunep_buf_puts(b, "],[");
+    for (size_t k = 0; k < r->n_metrics; k++) {
+        size_t any = 0;
+        for (size_t i = 0; i < r->ser_n; i++)
+            any += !isnan(r->ser_v[i * REPORT_MAX_METRICS + k]);
+        tunep_buf_puts(b, k ? (any ? ",[" : ",null") : (any ? "[" : "null"));
+        for (size_t i = 0; any && i < r->ser_n; i++) {
+            if (i)
+                tunep_buf_append(b, ",", 1);
+            json_number(b, r->ser_v[i * REPORT_MAX_METRICS + k], 1);
+        }
+        if (any)
+            tunep_buf_puts(b, "]");
+    }
+    tunep_buf_puts(b, "]]");
+    r->ser_n = 0;
+}
+
+/* Pass 4: every report of every attempt, every metric of the table. */
+static tune_status series_point(void *ud, int64_t trial_id, int attempt, int64_t iteration,
+                                double time_total_s, size_t n, const char *const *names,
+                                const double *values)
+{
+    struct report *r = ud;
+    if (trial_id != r->ser_trial || attempt != r->ser_attempt) {
+        series_flush(r);
+        r->ser_trial = trial_id;
+        r->ser_attempt = attempt;
+    }
+    if (r->ser_n == r->ser_cap) {
+        size_t cap = r->ser_cap ? 2 * r->ser_cap : 64;
+        int64_t *it = tunep_realloc(r->ser_it, r->ser_cap * sizeof *it, cap * sizeof *it);
+        if (!it)
+            return TUNE_ENOMEM;
+        r->ser_it = it;
+        double *t = tunep_realloc(r->ser_t, r->ser_cap * sizeof *t, cap * sizeof *t);
+        if (!t)
+            return TUNE_ENOMEM;
+        r->ser_t = t;
+        double *v = tunep_realloc(r->ser_v, r->ser_cap * REPORT_MAX_METRICS * sizeof *v,
+                                  cap * REPORT_MAX_METRICS * sizeof *v);
+        if (!v)
+            return TUNE_ENOMEM;
+        r->ser_v = v;
+        r->ser_cap = cap;
+    }
+    size_t i = r->ser_n++;
+    r->ser_it[i] = iteration;
+    r->ser_t[i] = time_total_s;
+    for (size_t k = 0; k < r->n_metrics; k++)
+        r->ser_v[i * REPORT_MAX_METRICS + k] = metric_of(r->metrics[k], n, names, values);
+    return r->json.oom ? TUNE_ENOMEM : TUNE_OK;
+}
+
+/* ---- hyperparameter importance ---------------------------------------------- */
+
+/* Metrics whose importance is computed (the main one first); pairs kept per metric. */
+#define REPORT_IMPORTANCE_METRICS 8
+#define REPORT_IMPORTANCE_PAIRS   10
+
+/* "importance": fANOVA over the finished trials, per metric of the table (the first
+ * REPORT_IMPORTANCE_METRICS): each parameter's main-effect share of the variance
+ * (null for constants), in D.params order, and the largest pairwise interactions. */
+static tune_status importance_json(struct report *r, uint64_t seed)
+{
+    struct tunep_buf *b = &r->json;
+    struct tunep_importance_config c;
+    tunep_importance_config_default(&c);
+    c.seed = seed;
+    tunep_buf_printf(b,
+                     ",\n\"importance\":{\"method\":\"fANOVA\",\"trees\":%d,"
+                     "\"max_depth\":%d,\"seed\":%" PRIu64 ",\"from\":\"TERMINATED\","
+                     "\"n_finished\":%zu,\"by_metric\":[",
+                     c.n_trees, c.max_depth, seed, r->n_fin);
+    double *y = tunep_malloc((r->n_fin + 1) * sizeof *y);
+    if (!y)
+        return TUNE_ENOMEM;
+    tune_status rs = TUNE_OK;
+    for (size_t k = 0; k < r->n_metrics && k < REPORT_IMPORTANCE_METRICS; k++) {
+        struct tunep_importance imp = {0};
+        tune_error e = {0};
+        size_t n_ok = 0;
+        for (size_t i = 0; i < r->n_fin; i++) {
+            y[i] = r->fin_y[i * REPORT_MAX_METRICS + k];
+            n_ok += isfinite(y[i]) != 0;
+        }
+        tunep_buf_puts(b, k ? ",\n{\"metric\":" : "\n{\"metric\":");
+        json_string(b, r->metrics[k]);
+        tunep_buf_printf(b, ",\"n_trials\":%zu", n_ok);
+        if (!r->cfg_ok || !r->space_of) {
+            tunep_buf_puts(b, ",\"error\":\"the stored config does not validate here\"}");
+            continue;
+        }
+        rs = tunep_importance_fanova(r->cfg.space, r->fin_cfg, y, r->n_fin, &c, &imp, &e);
+        if (rs == TUNE_ENOMEM)
+            break;
+        if (rs) {
+            tunep_buf_puts(b, ",\"error\":");
+            json_string(b, e.text);
+            tunep_buf_puts(b, "}");
+            rs = TUNE_OK;
+            continue;
+        }
+        tunep_buf_printf(b, ",\"n_trees\":%d,\"params\":[", imp.n_trees);
+        for (size_t i = 0; i < r->n_space_of; i++) {
+            long j = r->space_of[i];
+            if (i)
+                tunep_buf_append(b, ",", 1);
+            json_number(b, j >= 0 ? imp.importance[j] : (double)NAN, 1);
+        }
+        tunep_buf_puts(b, "],\"sd\":[");
+        for (size_t i = 0; i < r->n_space_of; i++) {
+            long j = r->space_of[i];
+            if (i)
+                tunep_buf_append(b, ",", 1);
+            json_number(b, j >= 0 ? imp.sd[j] : (double)NAN, 1);
+        }
+        /* The largest interactions, as [a, b, share] with a, b indices into D.params. */
+        tunep_buf_puts(b, "],\"pairs\":[");
+        int used[REPORT_IMPORTANCE_PAIRS];
+        size_t n_used = 0, n_written = 0;
+        while (n_used < REPORT_IMPORTANCE_PAIRS) {
+            long best = -1;
+            for (size_t p = 0; p < imp.n_pairs; p++) {
+                int taken = 0;
+                for (size_t q = 0; q < n_used; q++)
+                    taken |= used[q] == (int)p;
+                if (!taken && (best < 0 || imp.pairs[p].importance > imp.pairs[best].importance))
+                    best = (long)p;
+            }
+            if (best < 0)
+                break;
+            used[n_used] = (int)best;
+            long a = -1, bb = -1;
+            for (size_t i = 0; i < r->n_space_of; i++) {
+                if (r->space_of[i] == (long)imp.pairs[best].a)
+                    a = (long)i;
+                if (r->space_of[i] == (long)imp.pairs[best].b)
+                    bb = (long)i;
+            }
+            if (a >= 0 && bb >= 0) {
+                tunep_buf_printf(b, "%s[%ld,%ld,", n_written++ ? "," : "", a, bb);
+                json_number(b, imp.pairs[best].importance, 1);
+                tunep_buf_puts(b, "]");
+            }
+            n_used++;
+        }
+        tunep_buf_puts(b, "]}");
+        tunep_importance_done(&imp);
+    }
+    tunep_buf_puts(b, "]}");
+    tunep_free(y);
+    return rs;
+}
+
 /* ---- the page --------------------------------------------------------------- */
 
 /* Rung milestones the curves can mark: the same 64 a trial's rung mask holds at most. */
 #define REPORT_MAX_RUNGS 64
 
-/* The scheduler line of the summary (its row's summary and rungs), and the rungs the curves
- * plot mark. */
-static void scheduler_info(const struct tunep_store_experiment_row *exp, const char *source,
-                           struct tunep_buf *html, struct tunep_buf *json)
+/* The scheduler line of the summary (its row's summary and rungs), the searcher line,
+ * and in the data: "rungs" (the milestones, in time_attr units), "time_attr" (the
+ * scheduler's time attribute), "searcher" and "scheduler" ({name, seed or summary}). */
+static void scheduler_info(const struct report *r, const struct tunep_store_experiment_row *exp,
+                           struct tunep_buf *html, struct tunep_buf *search_html,
+                           struct tunep_buf *json)
 {
-    struct tunep_config cfg;
-    const char *text = exp->config_json ? exp->config_json : "{}";
     tunep_buf_puts(json, "\"rungs\":[");
-    if (tunep_config_parse(text, strlen(text), source, NULL, NULL, &cfg, NULL) != TUNE_OK) {
+    if (!r->cfg_ok) {
         tunep_buf_puts(html, "unknown: the stored config does not validate here");
-        tunep_buf_puts(json, "],\"time_attr\":\"training_iteration\"");
+        tunep_buf_puts(search_html, "unknown: the stored config does not validate here");
+        tunep_buf_printf(json,
+                         "],\"time_attr\":\"training_iteration\",\"searcher\":{\"seed\":%" PRIu64
+                         "},\"scheduler\":{}",
+                         exp->seed);
         return;
     }
-    const char *time_attr = "training_iteration";
-    const struct tunep_scheduler_type *sched = cfg.scheduler.type;
-    if (sched->summary) {
-        struct tunep_buf line;
-        tunep_buf_init(&line);
-        sched->summary(cfg.scheduler.cfg, &line);
-        html_text(html, line.data ? line.data : "");
-        tunep_buf_done(&line);
-    } else {
-        tunep_buf_puts(html, "see the stored config");
-    }
+    const struct tunep_config *cfg = &r->cfg;
+    const char *time_attr = tunep_scheduler_config_time_attr(&cfg->scheduler);
+    const struct tunep_scheduler_type *sched = cfg->scheduler.type;
+    struct tunep_buf line;
+    tunep_buf_init(&line);
+    if (sched->summary)
+        sched->summary(cfg->scheduler.cfg, &line);
+    else
+        tunep_buf_puts(&line, sched->title ? sched->title : sched->name);
+    html_text(html, line.data ? line.data : "");
     if (sched->rungs) {
-        const char *attr = tunep_scheduler_config_time_attr(&cfg.scheduler);
         tunep_buf_puts(html, "; rungs at <code>");
-        html_text(html, attr);
+        html_text(html, time_attr);
         tunep_buf_puts(html, "</code> = ");
-        /* The curves are drawn against training_iteration: other time attributes
-         * get their rungs listed here, not drawn. */
-        int drawn = strcmp(attr, "training_iteration") == 0;
         double rungs[REPORT_MAX_RUNGS];
-        size_t n = sched->rungs(cfg.scheduler.cfg, rungs, REPORT_MAX_RUNGS);
+        size_t n = sched->rungs(cfg->scheduler.cfg, rungs, REPORT_MAX_RUNGS);
         for (size_t k = 0; k < n; k++) {
             char num[40];
             tunep_format_double(num, sizeof num, rungs[k]);
-            if (drawn)
-                tunep_buf_printf(json, "%s%s", k ? "," : "", num);
+            tunep_buf_printf(json, "%s%s", k ? "," : "", num);
             tunep_buf_printf(html, "%s%s", k ? ", " : "", num);
-        }
-        if (!drawn) {
-            tunep_buf_puts(html, " (not drawn: the curves are against training_iteration)");
         }
     }
     tunep_buf_puts(json, "],\"time_attr\":");
     json_string(json, time_attr);
-    tunep_config_done(&cfg);
+    tunep_buf_puts(json, ",\n\"scheduler\":{\"name\":");
+    json_string(json, sched->name);
+    tunep_buf_puts(json, ",\"summary\":");
+    json_string(json, line.data ? line.data : "");
+    tunep_buf_puts(json, "},\"searcher\":{\"name\":");
+    json_string(json, tunep_search_algo_name(cfg->search));
+    tunep_buf_puts(json, ",\"summary\":");
+    tunep_buf_done(&line);
+    tunep_buf_init(&line);
+    tunep_config_search_summary(cfg, &line);
+    json_string(json, line.data ? line.data : "");
+    tunep_buf_printf(json, ",\"seed\":%" PRIu64 ",\"seed_given\":%s}", exp->seed,
+                     cfg->seed_given ? "true" : "false");
+    html_text(search_html, line.data ? line.data : "");
+    tunep_buf_done(&line);
 }
 
 /* A status's colour in every plot, by name so that statuses added later get one too. */
@@ -423,7 +688,7 @@ static void html_status_counts(struct tunep_buf *b, const struct report *r)
 /* Writes the whole page into b from what the passes gathered. */
 static void page(struct tunep_buf *b, const struct report *r,
                  const struct tunep_store_experiment_row *exp, const char *dir,
-                 const struct tunep_buf *sched)
+                 const struct tunep_buf *sched, const struct tunep_buf *search)
 {
     const char *name = exp->name ? exp->name : "experiment";
     tunep_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -475,19 +740,34 @@ static void page(struct tunep_buf *b, const struct report *r,
     tunep_buf_puts(b, " (sum of the trials' time_total_s)</td></tr>\n<tr><th>wall time</th><td>");
     html_duration(b, r->last_end - r->first_start);
     tunep_buf_puts(b, " (first trial start to last trial end)</td></tr>\n"
-                      "<tr><th>scheduler</th><td>");
+                      "<tr><th>searcher</th><td id=\"searcher\">");
+    tunep_buf_append(b, search->data ? search->data : "", search->len);
+    tunep_buf_printf(b, "</td></tr>\n<tr><th>seed</th><td id=\"seed\">%" PRIu64 "%s</td></tr>\n",
+                     exp->seed,
+                     r->cfg_ok && !r->cfg.seed_given ? " (drawn: the config gives none)" : "");
+    tunep_buf_puts(b, "<tr><th>scheduler</th><td id=\"scheduler\">");
     tunep_buf_append(b, sched->data ? sched->data : "", sched->len);
     tunep_buf_puts(b, "</td></tr>\n</table>\n"
                       "<noscript><p class=\"note\">The plots and the table need JavaScript; "
                       "results.csv holds the same rows.</p></noscript>\n"
+                      "<div id=\"controls\"></div>\n"
+                      "<h2>Optimisation history</h2>\n<div class=\"plot\" id=\"history\"></div>\n"
+                      "<p class=\"note\">Each trial's last (or best) value of the metric "
+                      "against its number and against the wall time when it ended, with the best "
+                      "so far.</p>\n"
+                      "<h2>Hyperparameter importance</h2>\n"
+                      "<div class=\"plot\" id=\"importance\"></div>\n"
                       "<h2>Learning curves</h2>\n<p id=\"legend\"></p>\n"
                       "<p><button type=\"button\" id=\"logx\">log x</button></p>\n"
                       "<div class=\"plot\" id=\"curves\"></div>\n"
-                      "<p class=\"note\">Each trial's main metric at every report of its last "
-                      "attempt; dots mark trials stopped early or failed, dashed lines the "
-                      "scheduler's rung milestones.</p>\n"
+                      "<p class=\"note\">Each trial's metric at every report, against the "
+                      "chosen time attribute; earlier attempts of a trial (before a restore "
+                      "from a checkpoint, or a PBT exploit) are drawn faded and dashed; dots mark "
+                      "trials stopped early or failed, dashed lines the scheduler's rung "
+                      "milestones.</p>\n"
                       "<h2>Hyperparameters against the final metric</h2>\n"
                       "<div class=\"plot\" id=\"scatter\"></div>\n"
+                      "<h2>Contour</h2>\n<div class=\"plot\" id=\"contour\"></div>\n"
                       "<h2>Parallel coordinates</h2>\n<div class=\"plot\" id=\"parallel\"></div>\n"
                       "<p class=\"note\">One line per trial through its parameters and final "
                       "metric (better at the top).</p>\n"
@@ -498,6 +778,34 @@ static void page(struct tunep_buf *b, const struct report *r,
     tunep_buf_puts(b, "</script>\n<script>\n");
     tunep_buf_append(b, report_js, sizeof report_js);
     tunep_buf_puts(b, "</script>\n</body>\n</html>\n");
+}
+
+/* Parses the stored config (the space, the searcher, the scheduler) and maps
+ * the stored parameters onto the space; a config that does not validate here
+ * (written by another version) leaves cfg_ok 0, and the page says so. */
+static tune_status read_config(struct report *r, struct tunep_store *st,
+                               const struct tunep_store_experiment_row *exp)
+{
+    const char *text = exp->config_json ? exp->config_json : "{}";
+    if (tunep_config_parse(text, strlen(text), r->path, NULL, NULL, &r->cfg, NULL) != TUNE_OK)
+        return TUNE_OK;
+    r->cfg_ok = 1;
+    size_t n = 0;
+    const char *const *names = tunep_store_param_names(st, &n);
+    if (!(r->space_of = tunep_malloc((n + 1) * sizeof *r->space_of)))
+        return TUNE_ENOMEM;
+    r->n_space_of = n;
+    size_t matched = 0;
+    for (size_t i = 0; i < n; i++) {
+        r->space_of[i] = tunep_space_find(r->cfg.space, names[i]);
+        matched += r->space_of[i] >= 0;
+    }
+    /* Every parameter of the space must have its stored column. */
+    if (matched != r->cfg.space->n) {
+        tunep_free(r->space_of);
+        r->space_of = NULL;
+    }
+    return TUNE_OK;
 }
 
 tune_status tunep_report_html(struct tunep_store *st, const char *dir, const char *path,
@@ -512,11 +820,14 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
                        .first_start = (double)NAN,
                        .last_end = (double)NAN,
                        .first_row = 1,
-                       .curve_trial = -1};
-    struct tunep_buf sched, out;
+                       .curve_trial = -1,
+                       .ser_trial = -1,
+                       .ser_first = 1};
+    struct tunep_buf sched, search, out;
     tunep_buf_init(&r.json);
     tunep_buf_init(&r.best_html);
     tunep_buf_init(&sched);
+    tunep_buf_init(&search);
     tunep_buf_init(&out);
     tune_status rs = tunep_store_read_begin(st, err);
     if (rs)
@@ -526,10 +837,12 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
     r.metric = exp.metric ? exp.metric : "";
     r.sign = exp.mode && strcmp(exp.mode, "min") == 0 ? -1.0 : 1.0;
     if ((rs = add_metric(&r, r.metric)) ||
-        (rs = tunep_store_foreach_trial(st, summary_trial, &r, err)))
+        (rs = tunep_store_foreach_trial(st, summary_trial, &r, err)) ||
+        (rs = read_config(&r, st, &exp)))
         goto out;
+    r.t0 = isfinite(r.first_start) ? r.first_start : 0;
 
-    /* The data document, read by the script. */
+    /* The data document, read by the script (report.js says what each field holds). */
     struct tunep_buf *j = &r.json;
     tunep_buf_puts(j, "{\"metric\":");
     json_string(j, r.metric);
@@ -539,7 +852,9 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
         tunep_buf_printf(j, "%s[\"%s\",\"%s\"]", s ? "," : "",
                          tune_trial_status_name((tune_trial_status)s), status_colour(s));
     tunep_buf_puts(j, "],\n");
-    scheduler_info(&exp, path, &sched, j);
+    scheduler_info(&r, &exp, &sched, &search, j);
+    tunep_buf_puts(j, ",\"t0\":");
+    json_number(j, r.t0, 0);
     size_t n_params = 0;
     const char *const *names = tunep_store_param_names(st, &n_params);
     tunep_buf_puts(j, ",\n\"params\":[");
@@ -569,11 +884,19 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
     tunep_buf_puts(j, "],\n\"curves\":[");
     if ((rs = tunep_store_foreach_last_attempt_report(st, curve_point, &r, err)))
         goto out;
-    tunep_buf_puts(j, r.curve_trial >= 0 ? "]]}" : "]}");
+    tunep_buf_puts(j, r.curve_trial >= 0 ? "]]," : "],");
+    tunep_buf_puts(j, "\n\"series\":[");
+    if ((rs = tunep_store_foreach_report(st, series_point, &r, err)))
+        goto out;
+    series_flush(&r);
+    tunep_buf_puts(j, "]");
     tunep_store_read_end(st);
+    if ((rs = importance_json(&r, exp.seed)))
+        goto out;
+    tunep_buf_puts(j, "}");
 
-    page(&out, &r, &exp, dir, &sched);
-    if (out.oom || j->oom || r.best_html.oom || sched.oom) {
+    page(&out, &r, &exp, dir, &sched, &search);
+    if (out.oom || j->oom || r.best_html.oom || sched.oom || search.oom) {
         rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
         goto out;
     }
@@ -589,11 +912,20 @@ out:
         tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
     tunep_store_read_end(st);
     tunep_store_experiment_done(&exp);
+    if (r.cfg_ok)
+        tunep_config_done(&r.cfg);
     for (size_t k = 0; k < r.n_metrics; k++)
         tunep_free(r.metrics[k]);
+    tunep_free(r.space_of);
+    tunep_free(r.fin_cfg);
+    tunep_free(r.fin_y);
+    tunep_free(r.ser_it);
+    tunep_free(r.ser_t);
+    tunep_free(r.ser_v);
     tunep_buf_done(&r.json);
     tunep_buf_done(&r.best_html);
     tunep_buf_done(&sched);
+    tunep_buf_done(&search);
     tunep_buf_done(&out);
     return rs;
 }

@@ -15,6 +15,17 @@
 #      log axes must be there, and the page's title must not have been changed
 #      by a stored string. A screenshot must come out. The same for
 #      configs/examples/minimize_loss.json (mode min, quantized log domains).
+#      window.tuneReport(D), the page's one entry point, redraws every part
+#      in place when called again with other data. Every part (history,
+#      importance, curves of every attempt, slices, contour, parallel
+#      coordinates, table) draws as many marks as the data says.
+#   1b. The analysis: fANOVA importance bars on sweeps of known functions
+#      (f = 10x + y: x first, main effects x, y, z in that order; an x-y
+#      interaction: the pair's bar first); a two-metric TPE sweep with
+#      retried attempts: the summary names the searcher, its options and the
+#      seed; switching the metric, its direction, log y, best values, the
+#      curves' time attribute and the contour's parameters redraws without
+#      an error, and earlier attempts are drawn faded.
 #   3. 1,000 trials of 10 iterations (ASHA, grace 1, reduction factor 4): the
 #      page is at most 5 MB and is drawn and loaded in under 2 s.
 #   4. Errors: usage, no experiment, an unwritable output, a report that cannot
@@ -224,12 +235,29 @@ def drawn_of(part):
 finals = [t for t in data["trials"] if t[5][0] is not None and math.isfinite(t[5][0])]
 varying = [q for q in data["params"] if q["domain"] != "constant"]
 with_curve = [c for c in data["curves"] if any(v is not None and math.isfinite(v) for v in c[2::2])]
+# Every attempt's reports: the last attempts' main metric is the curves' data.
+last_att = {}
+for sr in data["series"]:
+    last_att[sr[0]] = max(last_att.get(sr[0], 0), sr[1])
+for sr in data["series"]:
+    if sr[1] == last_att[sr[0]]:
+        c = [x for pt in zip(sr[2], sr[4][0] or [None] * len(sr[2])) for x in pt]
+        if c != [x for cv in data["curves"] if cv[0] == sr[0] for x in cv[1:]]:
+            fail("trial %d: its last attempt's series is not its curve" % sr[0])
+fin = lambda v: v is not None and math.isfinite(v)
+old = [sr for sr in data["series"] if sr[1] < last_att[sr[0]] and sr[4][0] and any(fin(v) for v in sr[4][0])]
+imp = data["importance"]["by_metric"][0]
+bars = 0 if "error" in imp else sum(v is not None for v in imp["params"]) + len(imp["pairs"])
 # The table shows its first 200 rows until asked for all.
 expect = {"curves": len(with_curve), "scatter": len(finals) * len(varying),
-          "parallel": len(finals), "table": min(200, len(data["trials"]))}
+          "parallel": len(finals), "table": min(200, len(data["trials"])),
+          "history": sum(1 for t in finals if status_names[t[1]] != "ERROR"),
+          "contour": len(finals) if len(varying) >= 2 else 0, "importance": bars}
 for part, n in expect.items():
     if drawn_of(part) != n:
         fail("%s: %d marks drawn, expected %d" % (part, drawn_of(part), n))
+if int(re.search(r'<div[^>]*id="curves"[^>]*data-old="(\d+)"', dom).group(1)) != len(old):
+    fail("%d earlier attempts drawn, the data has %d" % (int(re.search(r'data-old="(\d+)"', dom).group(1)), len(old)))
 rows_of = re.search(r'<div[^>]*id="table"[^>]*data-rows="(\d+)"', dom)
 if not rows_of or int(rows_of.group(1)) != len(data["trials"]):
     fail("the table does not hold all %d trials" % len(data["trials"]))
@@ -352,6 +380,212 @@ if [ -n "$chrome" ]; then
     size=$(stat -c %s "$tmp/esc.png" 2>/dev/null || echo 0)
     [ "$size" -gt 20000 ] || fail "the screenshot is $size bytes: nothing drawn?"
     ok "chromium --screenshot gives a $size-byte PNG"
+fi
+
+# window.tuneReport(D) redraws the page in place with new data: a page that
+# calls it with the first 10 trials, then with all of them again, then sorts
+# the table by a click and redraws (the sort is kept, one listener acts, one
+# tooltip element exists). A live page calls it on every poll.
+if [ -n "$chrome" ] && [ -n "$py" ]; then
+    "$py" - "$esc/report.html" "$tmp/redraw.html" <<'EOF' || fail "could not write the redraw page"
+import sys
+page = open(sys.argv[1], encoding="utf-8").read()
+probe = """<script>
+(function () {
+  var D = JSON.parse(document.getElementById('tune-data').textContent);
+  var D2 = JSON.parse(JSON.stringify(D)), keep = {}, r = [];
+  function drawn(id) { return document.getElementById(id).getAttribute('data-drawn'); }
+  D2.trials = D2.trials.slice(0, 10);
+  D2.trials.forEach(function (t) { keep[t[0]] = 1; });
+  D2.curves = D2.curves.filter(function (c) { return keep[c[0]]; });
+  D2.series = D2.series.filter(function (c) { return keep[c[0]]; });
+  window.tuneReport(D2);
+  r.push('rows10=' + document.getElementById('table').getAttribute('data-rows'));
+  r.push('curves10=' + drawn('curves') + '/' + D2.curves.length);
+  window.tuneReport(D);
+  r.push('rows=' + document.getElementById('table').getAttribute('data-rows') + '/' + D.trials.length);
+  r.push('svgs=' + document.querySelectorAll('#curves svg').length);
+  document.querySelector('#table th[data-col="0"]').click();
+  r.push('click=' + document.querySelector('#table th[data-col="0"]').className);
+  window.tuneReport(D);
+  r.push('kept=' + document.querySelector('#table th[data-col="0"]').className);
+  r.push('tips=' + document.querySelectorAll('#tip').length);
+  r.push('draws=' + document.body.getAttribute('data-draws'));
+  document.body.setAttribute('data-redraw', r.join(' '));
+})();
+</script>
+</body>"""
+assert page.count("</body>") == 1
+open(sys.argv[2], "w", encoding="utf-8").write(page.replace("</body>", probe))
+EOF
+    render --dump-dom "$tmp/redraw.html" >"$tmp/redraw.dom" || fail "chromium --dump-dom (redraw)"
+    got=$(grep -o 'data-redraw="[^"]*"' "$tmp/redraw.dom")
+    want="data-redraw=\"rows10=10 curves10=\([0-9]*\)/\1 rows=\([0-9]*\)/\2 svgs=1 click=asc kept=asc tips=1 draws=4\""
+    echo "$got" | grep -qx "$want" || fail "tuneReport(D) redraw: $got (expected $want)"
+    grep -q 'data-error=' "$tmp/redraw.dom" && fail "a part failed on redraw"
+    ok "tuneReport(D) redraws every part in place: $got"
+fi
+
+# ---- 1b. the analysis: importance on a known function, every metric, earlier attempts ----
+# f = 10 x + y with z unused, computed by awk through the command trainer: the
+# importance bars must put x first, then y, and give z almost nothing.
+if [ -n "$chrome" ] && [ -n "$py" ]; then
+    cat >"$tmp/known.json" <<'EOF'
+{
+  "name": "report-known",
+  "metric": "f",
+  "mode": "max",
+  "num_samples": 120,
+  "seed": 7,
+  "max_concurrent_trials": 2,
+  "param_space": {"x": {"uniform": [0, 1]}, "y": {"uniform": [0, 1]}, "z": {"uniform": [0, 1]}},
+  "trainer": {"type": "command",
+              "argv": ["awk", "BEGIN {{ printf(\"tune-report {{\\\"f\\\": %.9f}}\\n\", 10 * ARGV[1] + ARGV[2]) }}",
+                       "{x}", "{y}", "{z}"]}
+}
+EOF
+    "$tune" run "$tmp/known.json" --storage "$tmp/known" --quiet >/dev/null 2>"$tmp/known.err" ||
+        fail "the known-function sweep failed: $(tail -3 "$tmp/known.err")"
+    check "$tmp/known"
+    render --dump-dom "$tmp/known/report.html" >"$tmp/known.dom" || fail "chromium --dump-dom"
+    "$py" "$tmp/check.py" "$tmp/known/report.html" "$tmp/known" --dom "$tmp/known.dom" || exit 1
+    order=$(grep -o 'id="importance"[^>]*data-order="[^"]*"' "$tmp/known.dom" | sed 's/.*data-order="//; s/"$//')
+    # The main effects in order x, y, z (a pair's bar may fall between y and z: the
+    # forest sees y's small effect as partly an interaction with x).
+    mains=$(echo "$order" | tr '|' '\n' | grep -v ' × ' | tr '\n' '|')
+    case "$order" in
+    "x|"*) ;;
+    *) fail "importance bars for f = 10x + y are in the order '$order' (expected x first)" ;;
+    esac
+    [ "$mains" = "x|y|z|" ] || fail "importance bars for f = 10x + y: main effects in the order '$mains'"
+    "$py" - "$tmp/known/report.html" <<'EOF' || fail "importance of f = 10x + y"
+import json, re, sys
+t = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'id="tune-data">(.*?)</script>', t, re.S).group(1))
+imp = d["importance"]
+assert imp["method"] == "fANOVA" and imp["from"] == "TERMINATED", imp
+e = imp["by_metric"][0]
+x, y, z = e["params"]
+assert e["metric"] == "f" and e["n_trials"] == 120 and e["n_trees"] == 64, e
+# Closed form: 100/101, 1/101, 0.
+assert x > 0.95 and 0.001 < y < 0.03 and z < 0.005 and y > 4 * z, (x, y, z)
+assert all(p[2] < 0.02 for p in e["pairs"]), e["pairs"]
+print("importance of f = 10x + y over 120 trials: x %.4f, y %.4f, z %.5f" % (x, y, z))
+EOF
+    grep -q 'fANOVA (Hutter et al. 2014' "$tmp/known.dom" || fail "the importance plot does not name its method"
+    ok "importance bars on f = 10x + y: $order"
+
+    # An interaction: f = x + y + 12 (x - 1/2)(y - 1/2), whose variance is 6/7
+    # the x-y interaction's (1/14 each main effect): the pair's bar comes first.
+    sed -e 's/report-known/report-interaction/' \
+        -e 's/10 \* ARGV\[1\] + ARGV\[2\]/ARGV[1] + ARGV[2] + 12 * (ARGV[1] - 0.5) * (ARGV[2] - 0.5)/' \
+        "$tmp/known.json" >"$tmp/inter.json"
+    grep -q '12 \* (ARGV' "$tmp/inter.json" || fail "could not write the interaction sweep"
+    "$tune" run "$tmp/inter.json" --storage "$tmp/inter" --quiet >/dev/null 2>"$tmp/inter.err" ||
+        fail "the interaction sweep failed: $(tail -3 "$tmp/inter.err")"
+    check "$tmp/inter" >/dev/null
+    render --dump-dom "$tmp/inter/report.html" >"$tmp/inter.dom" || fail "chromium --dump-dom"
+    "$py" "$tmp/check.py" "$tmp/inter/report.html" "$tmp/inter" --dom "$tmp/inter.dom" >/dev/null || exit 1
+    order=$(grep -o 'id="importance"[^>]*data-order="[^"]*"' "$tmp/inter.dom" | sed 's/.*data-order="//; s/"$//')
+    case "$order" in
+    "x × y|"[xy]"|"[xy]"|"*) ;;
+    *) fail "importance bars for an x-y interaction are in the order '$order' (expected x × y, then x and y)" ;;
+    esac
+    ok "importance bars on f = x + y + 12 (x - 1/2)(y - 1/2): $order"
+
+    # Two metrics, retried attempts (from checkpoints), FIFO: the metric switch,
+    # its direction, log y, the history's best values, the contour's selects,
+    # and earlier attempts drawn faded.
+    cat >"$tmp/multi.json" <<'EOF'
+{
+  "name": "report-multi",
+  "metric": "val_accuracy",
+  "mode": "max",
+  "num_samples": 30,
+  "seed": 11,
+  "max_concurrent_trials": 2,
+  "max_failures": 6,
+  "checkpoint_frequency": 2,
+  "param_space": {"lr": {"loguniform": [1e-5, 1e-1]}, "batch_size": {"choice": [16, 32, 64]},
+                  "wd": {"uniform": [0, 0.3]}},
+  "search": {"algorithm": "tpe", "n_startup_trials": 5},
+  "trainer": {"type": "synthetic", "iterations": 8, "report_loss": true, "fail_prob": 0.05}
+}
+EOF
+    "$tune" run "$tmp/multi.json" --storage "$tmp/multi" --quiet >/dev/null 2>&1
+    [ -f "$tmp/multi/report.html" ] || fail "no report for the two-metric sweep"
+    check "$tmp/multi"
+    grep -q '<th>searcher</th><td id="searcher">tpe: n_startup_trials 5, n_ei_candidates 24' "$tmp/multi/report.html" ||
+        fail "the summary does not name the searcher with its options"
+    grep -q '<th>seed</th><td id="seed">11</td>' "$tmp/multi/report.html" || fail "the summary does not give the seed"
+    ok "the summary names the searcher with its options and the seed"
+    "$py" - "$tmp/multi/report.html" "$tmp/probe.html" <<'EOF' || fail "could not write the probe page"
+import sys
+page = open(sys.argv[1], encoding="utf-8").read()
+probe = """<script>
+(function () {
+  var r = [];
+  function el(id) { return document.getElementById(id); }
+  function change(id, v) {
+    var s = el(id);
+    s.value = v;
+    s.dispatchEvent(new Event('change', {bubbles: true}));
+  }
+  function label(id) {
+    var t = el(id).querySelectorAll('text.lb');
+    return t.length ? t[t.length - 1].textContent : '';
+  }
+  r.push('hist=' + el('history').getAttribute('data-drawn'));
+  r.push('old=' + el('curves').getAttribute('data-old'));
+  change('metric', 'val_loss');
+  r.push('metric=' + el('metric').value + ',' + el('mode').value + ',' + label('history'));
+  r.push('curve=' + label('curves'));
+  r.push('imp=' + (el('importance').getAttribute('data-order') || '').split('|')[0]);
+  el('logy').click();
+  r.push('logy=' + label('curves'));
+  change('hval', 'best');
+  r.push('best=' + label('history'));
+  change('xattr', 'time_total_s');
+  r.push('x=' + el('curves').getAttribute('data-x'));
+  change('cx', '1');
+  change('cy', '2');
+  var svg = el('contour').querySelector('svg');
+  r.push('contour=' + el('cx').value + el('cy').value + ',' + el('contour').getAttribute('data-drawn'));
+  r.push('errors=' + document.querySelectorAll('[data-error]').length);
+  document.body.setAttribute('data-probe', r.join(';'));
+})();
+</script>
+</body>"""
+open(sys.argv[2], "w", encoding="utf-8").write(page.replace("</body>", probe))
+EOF
+    render --dump-dom "$tmp/probe.html" >"$tmp/probe.dom" || fail "chromium --dump-dom (probe)"
+    got=$(grep -o 'data-probe="[^"]*"' "$tmp/probe.dom")
+    "$py" - "$tmp/multi/report.html" "$got" <<'EOF' || fail "the controls: $got"
+import json, math, re, sys
+t = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'id="tune-data">(.*?)</script>', t, re.S).group(1))
+got = dict(kv.split("=", 1) for kv in sys.argv[2][len('data-probe="'):-1].split(";"))
+names = [s[0] for s in d["statuses"]]
+fin = lambda v: v is not None and math.isfinite(v)
+hist = sum(1 for r in d["trials"] if names[r[1]] != "ERROR" and fin(r[5][0]))
+last = {}
+for s in d["series"]:
+    last[s[0]] = max(last.get(s[0], 0), s[1])
+old = sum(1 for s in d["series"] if s[1] < last[s[0]] and s[4][0] and any(fin(v) for v in s[4][0]))
+assert old > 0, "the sweep was meant to retry some trials from checkpoints"
+n_loss = sum(1 for r in d["trials"] if fin(r[5][1]))
+want = {"hist": str(hist), "old": str(old),
+        "metric": "val_loss,min,last val_loss", "curve": "val_loss", "logy": "val_loss (log)",
+        "best": "best val_loss (log)", "x": "time_total_s", "contour": "12,%d" % n_loss,
+        "errors": "0"}
+for k, v in want.items():
+    if got.get(k) != v:
+        sys.exit("%s: %r, expected %r" % (k, got.get(k), v))
+if got["imp"] not in ("lr", "wd", "batch_size"):
+    sys.exit("importance for val_loss: first bar %r" % got["imp"])
+print("controls: %s" % sys.argv[2])
+EOF
+    ok "metric switch, direction, log y, best values, time attribute and contour selects redraw; earlier attempts faded"
 fi
 
 # Mode "min", and log domains that are quantized or integer.
