@@ -5,13 +5,13 @@
  * in a terminal a table redrawn in place twice a second (as Ray's reporter),
  * as wide and tall as the terminal is now (TIOCGWINSZ, else $COLUMNS and
  * $LINES) with the columns --columns picks; otherwise one line every 10
- * seconds with the counts and the best trial so far. SIGINT and SIGTERM ask the study
- * to stop (tune_study_request_stop is async-signal-safe); running trials are
- * put back to PENDING, the store stays consistent and the CSVs are written.
- * A second signal does not wait for objectives that never return: the main
- * thread puts the running trials back to PENDING (tune_study_stop_now) and
- * ends the process. A third, for when even that cannot get through, ends it
- * from the handler.
+ * seconds with the counts and the best trial so far. SIGINT and SIGTERM
+ * ask the study to stop (tune_study_request_stop is async-signal-safe);
+ * running trials are put back to PENDING, the store stays consistent and
+ * the CSVs are written. A second signal does not wait for objectives that
+ * never return: the main thread puts the running trials back to PENDING
+ * (tune_study_stop_now) and ends the process. A third, for when even that
+ * cannot get through, ends it from the handler.
  */
 #include <errno.h>
 #include <limits.h>
