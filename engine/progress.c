@@ -1,11 +1,7 @@
 /*
- * progress.c - looking at a study: the live progress table, the best trial,
- * CSV export, and opening a finished experiment folder read-only.
- *
- * The progress table follows Ray Tune's CLIReporter: counts by status, the
- * best trial so far, rows for running trials and the best ones, and ASHA's
- * rung cut-offs. Formatting lives here; printing is the CLI's job. The text
- * is safe to print to a terminal: control characters in it are escaped.
+ * progress.c - looking at a study: the best trial, CSV export, and opening
+ * a finished experiment folder read-only. The live progress table is
+ * progress_table.c's.
  */
 #include "engine/study.h"
 
@@ -17,174 +13,11 @@
 
 #include "base/text.h"
 
-static void fmt_value(char *buf, size_t size, const struct tunep_value *v)
-{
-    switch (v->type) {
-        case TUNEP_V_DOUBLE: snprintf(buf, size, "%.4g", v->u.d); return;
-        case TUNEP_V_INT: snprintf(buf, size, "%lld", (long long)v->u.i); return;
-        case TUNEP_V_STRING: snprintf(buf, size, "%s", v->u.s); return;
-        case TUNEP_V_BOOL: snprintf(buf, size, "%s", v->u.b ? "true" : "false"); return;
-    }
-    buf[0] = '\0';
-}
-
 static double last_metric(const struct tune_study *s, const struct tunep_trial_rec *r)
 {
     if (s->main_metric < 0 || (size_t)s->main_metric >= r->n_last)
         return (double)NAN;
     return r->last[s->main_metric];
-}
-
-#define COLS_MAX 12
-#define COL_W    12
-
-/* The GPU column's width: shown while a run places trials on GPUs. */
-#define GPU_W 8
-
-/* The GPUs a running trial holds ("0", "1,3"); "-" when it holds none. Lock held. */
-static const char *trial_gpus(const struct tune_study *s, const struct tunep_trial_rec *r)
-{
-    if (r->status == TUNE_TRIAL_RUNNING)
-        for (const struct tune_trial *t = s->live; t; t = t->next)
-            if (t->rec == r && t->n_gpus > 0)
-                return t->gpu_ids;
-    return "-";
-}
-
-/* One table row: trial, status, GPU (when placing), shown params, iter, time, metric. */
-static void table_row(struct tunep_buf *b, const struct tune_study *s,
-                      const struct tunep_trial_rec *r, size_t n_cols)
-{
-    char cell[64];
-    tunep_buf_printf(b, "| %-8lld | %-10s |", (long long)r->id, tune_trial_status_name(r->status));
-    if (s->gpu_pool)
-        tunep_buf_printf(b, " %-*.*s |", GPU_W, GPU_W, trial_gpus(s, r));
-    for (size_t i = 0; i < n_cols; i++) {
-        fmt_value(cell, sizeof cell, &r->values[i]);
-        tunep_buf_printf(b, " %*.*s |", COL_W, COL_W, cell);
-    }
-    char tcell[32];
-    if (isnan(r->time_total_s))
-        snprintf(tcell, sizeof tcell, "-");
-    else
-        snprintf(tcell, sizeof tcell, "%.2f", r->time_total_s);
-    double m = last_metric(s, r);
-    if (isnan(m))
-        snprintf(cell, sizeof cell, "-");
-    else
-        snprintf(cell, sizeof cell, "%.5g", m);
-    tunep_buf_printf(b, " %6lld | %10s | %12s |\n", (long long)r->iteration, tcell, cell);
-}
-
-static void table_rule(struct tunep_buf *b, const struct tune_study *s, size_t n_cols)
-{
-    tunep_buf_puts(b, "+----------+------------+");
-    if (s->gpu_pool)
-        tunep_buf_puts(b, "----------+");
-    for (size_t i = 0; i < n_cols; i++)
-        tunep_buf_puts(b, "--------------+");
-    tunep_buf_puts(b, "--------+------------+--------------+\n");
-}
-
-tune_status tune_study_progress_text(tune_study *s, int max_rows, char **ret_text, tune_error *err)
-{
-    if (!s || !ret_text)
-        return tunep_error_set(err, TUNE_EINVAL, "study and ret_text must not be NULL");
-    struct tunep_buf b;
-    tunep_buf_init(&b);
-    pthread_mutex_lock(&s->lock);
-
-    int64_t pending = s->counts[TUNE_TRIAL_PENDING] + (s->total_trials - s->n_trials);
-    if (s->readonly) {
-        tunep_buf_printf(&b, "== %s == (from %s)\n", s->cfg.name, s->cfg.storage);
-    } else {
-        double elapsed = s->t_start > 0 ? tunep_now_monotonic() - s->t_start : 0;
-        tunep_buf_printf(&b, "== %s == running for %02d:%02d:%05.2f  %lld reports\n", s->cfg.name,
-                         (int)(elapsed / 3600), (int)fmod(elapsed / 60, 60), fmod(elapsed, 60),
-                         (long long)s->n_reports);
-    }
-    char paused[48] = "";
-    if (s->counts[TUNE_TRIAL_PAUSED] > 0)
-        snprintf(paused, sizeof paused, ", %lld PAUSED", (long long)s->counts[TUNE_TRIAL_PAUSED]);
-    tunep_buf_printf(
-        &b,
-        "Trials: %lld (%lld PENDING, %lld RUNNING, %lld TERMINATED, %lld STOPPED, "
-        "%lld ERROR%s)\n",
-        (long long)s->total_trials, (long long)pending, (long long)s->counts[TUNE_TRIAL_RUNNING],
-        (long long)s->counts[TUNE_TRIAL_TERMINATED], (long long)s->counts[TUNE_TRIAL_STOPPED],
-        (long long)s->counts[TUNE_TRIAL_ERROR], paused);
-    int64_t best = tunep_study_best_trial(s);
-    if (best >= 0)
-        tunep_buf_printf(&b, "Best so far: trial %lld with %s=%.6g (%s)\n", (long long)best,
-                         s->cfg.metric, last_metric(s, s->trials[best]),
-                         s->cfg.mode_max ? "max" : "min");
-    if (s->sched)
-        tunep_scheduler_describe(s->sched, s->sign, &b);
-    if (s->store)
-        tunep_buf_printf(&b, "Results: %s\n", s->cfg.storage);
-
-    size_t n_cols = s->n_params < COLS_MAX ? s->n_params : COLS_MAX;
-    if (max_rows > 0 && s->n_trials > 0) {
-        table_rule(&b, s, n_cols);
-        tunep_buf_puts(&b, "| trial    | status     |");
-        if (s->gpu_pool)
-            tunep_buf_printf(&b, " %-*s |", GPU_W, "gpu");
-        for (size_t i = 0; i < n_cols; i++) {
-            const char *name = s->param_names[i];
-            size_t len = strlen(name);
-            /* Keep the end of long names: "optimizer/lr" -> "mizer/lr". */
-            tunep_buf_printf(&b, " %*s |", COL_W, len > COL_W ? name + len - COL_W : name);
-        }
-        tunep_buf_printf(&b, " %6s | %10s | %12.12s |\n", "iter", "time (s)", s->cfg.metric);
-        table_rule(&b, s, n_cols);
-        int rows = 0;
-        /* Running trials first, then the best finished ones. */
-        for (int64_t i = 0; i < s->n_trials && rows < max_rows; i++)
-            if (s->trials[i]->status == TUNE_TRIAL_RUNNING) {
-                table_row(&b, s, s->trials[i], n_cols);
-                rows++;
-            }
-        int best_apart = best >= 0 && s->trials[best]->status != TUNE_TRIAL_RUNNING;
-        if (best_apart && rows < max_rows) {
-            table_row(&b, s, s->trials[best], n_cols);
-            rows++;
-        }
-        table_rule(&b, s, n_cols);
-        int64_t wanted = s->counts[TUNE_TRIAL_RUNNING] + best_apart;
-        if (wanted > rows)
-            tunep_buf_printf(&b, "... %lld more trials not shown\n", (long long)(wanted - rows));
-    }
-    /* The last errors, so a failing sweep says why without opening the store. */
-    int shown_errors = 0;
-    for (int64_t i = s->n_trials - 1; i >= 0 && shown_errors < 5; i--) {
-        const struct tunep_trial_rec *r = s->trials[i];
-        if (r->error && (r->status == TUNE_TRIAL_ERROR || r->status == TUNE_TRIAL_PENDING)) {
-            tunep_buf_printf(&b, "%s trial %lld (attempt %d): %s\n",
-                             r->status == TUNE_TRIAL_ERROR ? "ERROR" : "retrying", (long long)r->id,
-                             r->attempt, r->error);
-            shown_errors++;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    char *text = tunep_buf_take(&b);
-    if (!text)
-        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    /* Names, string values and error texts come from outside (a program's
-     * stderr, a config): control characters are shown as \xNN, so that the
-     * table cannot steer the terminal it is printed to. */
-    size_t len = strlen(text), shown = tunep_escape_ctrl(NULL, 0, text, "\n");
-    if (shown != len) {
-        char *escaped = tunep_malloc(shown + 1);
-        if (!escaped) {
-            tunep_free(text);
-            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-        }
-        tunep_escape_ctrl(escaped, shown + 1, text, "\n");
-        tunep_free(text);
-        text = escaped;
-    }
-    *ret_text = text;
-    return TUNE_OK;
 }
 
 tune_status tune_study_best_json(tune_study *s, char **ret_json, tune_error *err)

@@ -3,13 +3,15 @@
  *
  * The sweep runs on a second thread while the main thread shows progress:
  * in a terminal a table redrawn in place twice a second (as Ray's reporter),
- * otherwise one plain line every 10 seconds. SIGINT and SIGTERM ask the study
- * to stop (tune_study_request_stop is async-signal-safe); running trials are
- * put back to PENDING, the store stays consistent and the CSVs are written.
- * A second signal does not wait for objectives that never return: the main
- * thread puts the running trials back to PENDING (tune_study_stop_now) and
- * ends the process. A third, for when even that cannot get through, ends it
- * from the handler.
+ * as wide and tall as the terminal is now (TIOCGWINSZ, else $COLUMNS and
+ * $LINES) with the columns --columns picks; otherwise one line every 10
+ * seconds with the counts and the best trial so far. SIGINT and SIGTERM
+ * ask the study to stop (tune_study_request_stop is async-signal-safe);
+ * running trials are put back to PENDING, the store stays consistent and
+ * the CSVs are written. A second signal does not wait for objectives that
+ * never return: the main thread puts the running trials back to PENDING
+ * (tune_study_stop_now) and ends the process. A third, for when even that
+ * cannot get through, ends it from the handler.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +29,8 @@
 
 static tune_study *volatile running_study;
 static volatile sig_atomic_t signals_seen;
+/* --columns of tune run and resume: the table's columns (NULL: the defaults). */
+static const char *table_columns;
 
 static void on_signal(int sig)
 {
@@ -84,11 +89,43 @@ static void nap(double s)
     nanosleep(&ts, NULL);
 }
 
+/* A size from the environment ($COLUMNS, $LINES), or fallback. */
+static int env_size(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && *v && !*end && n > 0 && n < 100000 ? (int)n : fallback;
+}
+
+/* The terminal's columns and lines now (it may have been resized). */
+static void terminal_size(int *ret_cols, int *ret_lines)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+        *ret_cols = ws.ws_col;
+        *ret_lines = ws.ws_row > 0 ? ws.ws_row : 24;
+        return;
+    }
+    *ret_cols = env_size("COLUMNS", 80);
+    *ret_lines = env_size("LINES", 24);
+}
+
 static void show_progress(tune_study *study, int tty, int final)
 {
     if (tty) {
         char *text = NULL;
-        if (tune_study_progress_text(study, 20, &text, NULL) == TUNE_OK) {
+        int cols, lines;
+        terminal_size(&cols, &lines);
+        /* Rows for trials: what the lines above and below the table leave
+         * (about 14: counts, best, scheduler, rules, errors), 3 to 20. */
+        int rows = lines - 14;
+        tune_progress_options o = {.width = cols,
+                                   .max_rows = rows < 3    ? 3
+                                               : rows > 20 ? 20
+                                                           : rows,
+                                   .columns = table_columns};
+        if (tune_study_progress_table(study, &o, &text, NULL) == TUNE_OK) {
             /* Home the cursor and clear the screen below it, then draw. */
             fputs("\033[H\033[J", stdout);
             fputs(text, stdout);
@@ -97,13 +134,10 @@ static void show_progress(tune_study *study, int tty, int final)
         tune_free(text);
         return;
     }
-    int64_t c[TUNE_TRIAL_STATUS_COUNT];
-    tune_study_counts(study, c);
-    printf("%s: %lld pending, %lld running, %lld terminated, %lld stopped, %lld error%s\n",
-           tune_study_name(study), (long long)c[TUNE_TRIAL_PENDING],
-           (long long)c[TUNE_TRIAL_RUNNING], (long long)c[TUNE_TRIAL_TERMINATED],
-           (long long)c[TUNE_TRIAL_STOPPED], (long long)c[TUNE_TRIAL_ERROR],
-           final ? " (done)" : "");
+    char *line = NULL;
+    if (tune_study_progress_line(study, &line, NULL) == TUNE_OK)
+        printf("%s%s\n", line, final ? " (done)" : "");
+    tune_free(line);
     fflush(stdout);
 }
 
@@ -195,6 +229,11 @@ static int run_study(tune_study *study, int quiet)
             printf("results: %s/results.csv, %s/progress.csv%s%s%s\n", dir, dir, report ? ", " : "",
                    report ? dir : "", report ? "/report.html" : "");
     }
+    if (table_columns && !quiet) {
+        tune_error cerr;
+        if (tune_study_check_columns(job.study, table_columns, &cerr) == TUNE_ENOTFOUND)
+            fprintf(stderr, "tune: warning: --columns: %s\n", cerr.text);
+    }
     /* Said last, so it is what an interrupted user reads. */
     if (job.st == TUNE_EINTERRUPTED && strcmp(dir, ":memory:") != 0) {
         fflush(stdout);
@@ -252,6 +291,34 @@ static int run_or_serve(tune_study *study, int quiet, int per_rank)
     return run_study(study, quiet);
 }
 
+/* --columns LIST: 1 when argv[*i] is that option (it and its value consumed), 0 otherwise. */
+static int columns_flag(int argc, char **argv, int *i)
+{
+    if (strcmp(argv[*i], "--columns") == 0 && *i + 1 < argc)
+        table_columns = argv[++*i];
+    else if (strncmp(argv[*i], "--columns=", 10) == 0)
+        table_columns = argv[*i] + 10;
+    else
+        return 0;
+    return 1;
+}
+
+/* The study can show the columns --columns names; else says why, and 0. */
+static int columns_ok(const char *cmd, tune_study *study)
+{
+    tune_error err;
+    if (!table_columns || tune_study_check_columns(study, table_columns, &err) != TUNE_EINVAL)
+        return 1;
+    fprintf(stderr, "tune %s: --columns: %s\n", cmd, err.text);
+    return 0;
+}
+
+static const char columns_help[] =
+    "  --columns LIST      the live table's columns after trial and status, in order:\n"
+    "                      parameters (or config/NAME), metrics, training_iteration,\n"
+    "                      time_total_s; e.g. lr,batch_size,val_loss. Columns that do\n"
+    "                      not fit the terminal are left out from the end\n";
+
 /* --gpus LIST: 1 when argv[*i] is that option (it and its value consumed), -1 when its value is
  * bad (said on stderr), 0 otherwise. */
 static int gpus_flag(const char *cmd, int argc, char **argv, int *i)
@@ -279,16 +346,17 @@ int cli_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             printf("usage: tune run CONFIG [--storage DIR] [--quiet] [--resume] "
-                   "[--resume-errored] [--force] [--trials-per-rank N] [--gpus LIST]\n"
+                   "[--resume-errored] [--force] [--trials-per-rank N] [--gpus LIST] "
+                   "[--columns LIST]\n"
                    "Runs the sweep; results go to DIR (default: the config's storage, or\n"
                    "tune_results/<name>): experiment.db, results.csv, progress.csv.\n"
                    "A DIR that already holds an experiment is refused: continue it with\n"
                    "`tune resume DIR`, or choose another DIR.\n"
                    "  --gpus LIST         the GPUs trials are placed on: a count (2) or device\n"
                    "                      ids (0,1; one as 3,), instead of the config's \"gpus\"\n"
-                   "                      and the GPUs found\n"
+                   "                      and the GPUs found\n%s"
                    "  --resume            continue the experiment in DIR if there is one\n%s",
-                   resume_help);
+                   columns_help, resume_help);
             return CLI_OK;
         } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
             quiet = 1;
@@ -297,6 +365,8 @@ int cli_run(int argc, char **argv)
         } else if (strncmp(argv[i], "--storage=", 10) == 0) {
             storage = argv[i] + 10;
         } else if (resume_flag(argv[i], &flags)) {
+            continue;
+        } else if (columns_flag(argc, argv, &i)) {
             continue;
         } else if ((pr = gpus_flag("run", argc, argv, &i)) != 0) {
             if (pr < 0)
@@ -336,6 +406,10 @@ int cli_run(int argc, char **argv)
         tune_study_free(study);
         return cli_exit_code(err.code);
     }
+    if (!columns_ok("run", study)) {
+        tune_study_free(study);
+        return CLI_USAGE;
+    }
     return run_or_serve(study, quiet, per_rank);
 }
 
@@ -346,13 +420,16 @@ int cli_resume(int argc, char **argv)
     unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            printf("usage: tune resume DIR [--quiet] [--resume-errored] [--force]\n"
-                   "Continues the experiment in DIR with the config stored there.\n%s",
-                   resume_help);
+            printf("usage: tune resume DIR [--quiet] [--resume-errored] [--force] "
+                   "[--columns LIST]\n"
+                   "Continues the experiment in DIR with the config stored there.\n%s%s",
+                   columns_help, resume_help);
             return CLI_OK;
         } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
             quiet = 1;
         } else if (resume_flag(argv[i], &flags)) {
+            continue;
+        } else if (columns_flag(argc, argv, &i)) {
             continue;
         } else if ((pr = per_rank_flag(argc, argv, &i, &per_rank)) != 0) {
             if (pr < 0) {
@@ -403,6 +480,10 @@ int cli_resume(int argc, char **argv)
     if (st) {
         cli_print_error(&err);
         return cli_exit_code(st);
+    }
+    if (!columns_ok("resume", study)) {
+        tune_study_free(study);
+        return CLI_USAGE;
     }
     return run_or_serve(study, quiet, per_rank);
 }

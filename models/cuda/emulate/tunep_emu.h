@@ -11,6 +11,11 @@
  * barriers, and reports misuse with file and line. __shared__ variables
  * are thread-local statics: a block runs on one host thread, blocks one
  * after another.
+ *
+ * What it cannot show: GPU rounding (the host FPU and OpenBLAS compute,
+ * TF32 as fp32), performance, and races between blocks or streams (blocks
+ * run one at a time, every stream operation completes before it returns).
+ * scripts/cuda-mutants checks that what it can show is caught.
  */
 #ifndef TUNEP_EMU_H
 #define TUNEP_EMU_H
