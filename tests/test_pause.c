@@ -243,7 +243,7 @@ START_TEST(retry_continues_on_disk)
     for (int id = 0; id < 3; id++) {
         snprintf(path, sizeof path, "%s/trials/trial_%06d/checkpoint.bin", dir, id);
         ck_assert_msg(stat(path, &sb) == 0, "missing %s", path);
-        ck_assert_int_eq(sb.st_size, 32 + 8);
+        ck_assert_int_eq(sb.st_size, 40 + 8); /* the header, then the objective's 8 bytes */
         struct stored r;
         read_reports(dir, id, &r);
         ck_assert_int_eq(r.n, 10);
@@ -343,7 +343,7 @@ START_TEST(corrupt_checkpoint_is_an_error)
     /* Truncate the checkpoint: the header promises 8 bytes that are not there. */
     char path[4200];
     snprintf(path, sizeof path, "%s/trials/trial_000000/checkpoint.bin", dir);
-    ck_assert_int_eq(truncate(path, 36), 0);
+    ck_assert_int_eq(truncate(path, 44), 0);
     ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
     tune_study_free(s);
     /* The probe refuses it: the trial starts over (no has_ckpt), nothing crashes. */
