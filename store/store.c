@@ -103,6 +103,8 @@
 
 #include <sqlite3.h>
 
+#include "base/text.h"
+
 #define STORE_SCHEMA_VERSION 1
 #define STORE_APPLICATION_ID 0x74756E65 /* "tune" in ASCII */
 /*
@@ -1349,41 +1351,6 @@ tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int 
     return TUNE_OK;
 }
 
-/* Appends s as a JSON string (quotes, backslashes and control bytes escaped; UTF-8 as is). */
-static void json_put_string(struct tunep_buf *b, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    const char *run = s;
-    tunep_buf_append(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        tunep_buf_append(b, run, (size_t)(s - run));
-        run = s + 1;
-        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-            case '"':
-            case '\\': break;
-            case '\n': esc[1] = 'n'; break;
-            case '\r': esc[1] = 'r'; break;
-            case '\t': esc[1] = 't'; break;
-            default:
-                esc[1] = 'u';
-                esc[2] = '0';
-                esc[3] = '0';
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                n = 6;
-                break;
-        }
-        tunep_buf_append(b, esc, n);
-    }
-    tunep_buf_append(b, run, (size_t)(s - run));
-    tunep_buf_append(b, "\"", 1);
-}
-
 static void json_put_number(struct tunep_buf *b, double v)
 {
     char num[40];
@@ -1421,7 +1388,7 @@ tune_status tunep_store_report_row(struct tunep_store *st, int64_t trial_id, int
                                       (long long)trial_id, i);
         if (i > 0)
             tunep_buf_append(b, ",", 1);
-        json_put_string(b, names[i]);
+        tunep_json_put_string(b, names[i]);
         tunep_buf_append(b, ":", 1);
         json_put_number(b, values[i]);
     }
