@@ -10,6 +10,8 @@
  */
 #include "base/text.h"
 
+#include "base/base.h"
+
 #include <string.h>
 
 /* The length of the valid UTF-8 sequence at p (1 to 4), with its code point, or 0. */
@@ -85,4 +87,39 @@ size_t tunep_escape_ctrl(char *dst, size_t size, const char *src, const char *ke
     if (size > 0)
         dst[written] = '\0';
     return len;
+}
+
+/* Appends s as a JSON string (quotes, backslashes and control bytes escaped; UTF-8 as is). */
+void tunep_json_put_string(struct tunep_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *run = s;
+    tunep_buf_append(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        tunep_buf_append(b, run, (size_t)(s - run));
+        run = s + 1;
+        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+            case '"':
+            case '\\': break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
+            default:
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 15];
+                n = 6;
+                break;
+        }
+        tunep_buf_append(b, esc, n);
+    }
+    tunep_buf_append(b, run, (size_t)(s - run));
+    tunep_buf_append(b, "\"", 1);
 }

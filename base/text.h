@@ -26,4 +26,8 @@ int tunep_utf8_valid(const char *s);
  */
 size_t tunep_escape_ctrl(char *dst, size_t size, const char *src, const char *keep);
 
+struct tunep_buf;
+/* Appends s as a JSON string: quotes, backslashes and control bytes escaped, UTF-8 as is. */
+void tunep_json_put_string(struct tunep_buf *b, const char *s);
+
 #endif /* TUNE_TEXT_H */

@@ -11,6 +11,7 @@
  */
 #include "engine/study.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "engine/trial_dir.h"
@@ -46,7 +47,10 @@ tune_status tune_trial_save_checkpoint(tune_trial *t, const void *data, size_t s
     struct tune_study *s = t->study;
     struct tunep_trial_rec *rec = t->rec;
     pthread_mutex_lock(&s->lock);
-    struct tunep_checkpoint_info h = {.iteration = rec->iteration, .t = rec->last_t, .size = size};
+    struct tunep_checkpoint_info h = {.iteration = rec->iteration,
+                                      .t = rec->last_t,
+                                      .size = size,
+                                      .time_total_s = rec->time_total_s};
     int64_t id = rec->id;
     pthread_mutex_unlock(&s->lock);
 
@@ -78,6 +82,7 @@ tune_status tune_trial_save_checkpoint(tune_trial *t, const void *data, size_t s
     rec->has_ckpt = 1;
     rec->ckpt_iter = h.iteration;
     rec->ckpt_t = h.t;
+    rec->ckpt_time = h.time_total_s;
     rec->want_ckpt = 0;
     pthread_mutex_unlock(&s->lock);
     return TUNE_OK;
@@ -101,8 +106,10 @@ tune_status tune_trial_load_checkpoint(tune_trial *t, void **ret_data, size_t *r
         return tunep_error_set(err, TUNE_ENOTFOUND, "trial %lld has no checkpoint",
                                (long long)rec->id);
     }
-    struct tunep_checkpoint_info h = {
-        .iteration = rec->ckpt_iter, .t = rec->ckpt_t, .size = rec->ckpt_size};
+    struct tunep_checkpoint_info h = {.iteration = rec->ckpt_iter,
+                                      .t = rec->ckpt_t,
+                                      .size = rec->ckpt_size,
+                                      .time_total_s = rec->ckpt_time};
     void *data = NULL;
     tune_status st = TUNE_OK;
     if (rec->ckpt) {
@@ -126,11 +133,17 @@ tune_status tune_trial_load_checkpoint(tune_trial *t, void **ret_data, size_t *r
             return st;
     }
     pthread_mutex_lock(&s->lock);
-    /* The objective is now at the checkpoint's iteration; after a PBT restart the
-     * trial keeps counting its own reports instead. */
+    /* A restore, as Ray's: the *_since_restore counters start again. */
+    double now = tunep_now_monotonic();
+    t->t_restore = t->t_last = now;
+    t->iters_since_restore = 0;
+    /* The objective is now at the checkpoint's iteration and time_total_s; after a
+     * PBT restart the trial keeps counting its own reports and time instead. */
     if (!rec->keep_iteration) {
         rec->iteration = h.iteration;
         rec->last_t = h.t;
+        if (!isnan(h.time_total_s))
+            rec->time_offset = h.time_total_s - (rec->time_base + (now - t->t0));
     }
     pthread_mutex_unlock(&s->lock);
     *ret_data = data;
@@ -183,6 +196,7 @@ tune_status tunep_checkpoint_copy(struct tune_study *s, struct tunep_trial_rec *
     dst->has_ckpt = 1;
     dst->ckpt_iter = src->ckpt_iter;
     dst->ckpt_t = src->ckpt_t;
+    dst->ckpt_time = src->ckpt_time;
     return TUNE_OK;
 }
 
@@ -204,6 +218,7 @@ void tunep_checkpoint_probe(struct tune_study *s, struct tunep_trial_rec *r)
         r->has_ckpt = 1;
         r->ckpt_iter = h.iteration;
         r->ckpt_t = h.t;
+        r->ckpt_time = h.time_total_s;
         r->ckpt_size = (size_t)h.size;
     }
     tunep_free(path);

@@ -190,6 +190,7 @@ tune_status tunep_run_isolated(struct tune_study *s, struct tune_trial *t)
     }
     close(req[1]);
     close(resp[0]);
+    t->pid = pid; /* the store's pid of this attempt */
 
     tune_status st = TUNE_EFAILED;
     double deadline = s->cfg.trial_timeout_s > 0 ? t->t0 + s->cfg.trial_timeout_s : 0;

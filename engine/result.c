@@ -2,22 +2,35 @@
  * result.c - the best trial as typed values (tune_result), for programs that
  * would otherwise parse tune_study_best_json().
  *
- * The best trial is the one tune_study_best_json() describes
- * (tunep_study_best_trial()). A result is a deep copy taken under the study
- * lock: it does not change while the study runs on, and it outlives the
- * study. Parameters keep the space's order and flattened names
- * ("optimizer/lr"); metrics are the trial's last reported value of each.
+ * tune_study_best() gives the trial tune_study_best_json() describes
+ * (tunep_study_best_trial()), with the trial's last value of each metric.
+ * tune_study_best_by() is Ray's ResultGrid.get_best_result(metric, mode,
+ * scope): it reads every stored report of every attempt and scores each
+ * trial as Ray's Trial.metric_analysis does (see score_trials()); its result
+ * holds every metric of the chosen report. A result is a deep copy taken
+ * under the study lock: it does not change while the study runs on, and it
+ * outlives the study. Parameters keep the space's order and flattened names
+ * ("optimizer/lr").
  */
 #include "engine/study.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "base/text.h"
 
 struct tune_result {
     int64_t trial_id;
     tune_trial_status status;
+    int attempt;
     int64_t iteration;
     double time_total_s;
+    /* How it was chosen: the metric, mode and scope, and the trial's score by them. */
+    char *metric;
+    int mode_max;
+    tune_scope scope;
+    double score;
     size_t n_params;
     char **param_names;         /* owned */
     struct tunep_value *params; /* strings owned */
@@ -42,19 +55,26 @@ void tune_result_free(tune_result *r)
     tunep_free(r->params);
     tunep_free(r->metric_names);
     tunep_free(r->metric_values);
+    tunep_free(r->metric);
     tunep_free(r);
 }
 
-/* A copy of trial rec of s; NULL on OOM. Lock held. */
-static tune_result *result_copy(const struct tune_study *s, const struct tunep_trial_rec *rec)
+/* A result of trial rec of s with its parameters and no metrics yet; NULL on OOM. Lock held. */
+static tune_result *result_params(const struct tune_study *s, const struct tunep_trial_rec *rec)
 {
     tune_result *r = tunep_calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->trial_id = rec->id;
     r->status = rec->status;
+    r->attempt = rec->attempt;
     r->iteration = rec->iteration;
     r->time_total_s = rec->time_total_s;
+    r->mode_max = s->cfg.mode_max;
+    r->scope = TUNE_SCOPE_LAST;
+    r->score = (double)NAN;
+    if (!(r->metric = tunep_strdup(s->cfg.metric)))
+        goto fail;
     size_t n = s->n_params;
     r->param_names = tunep_calloc(n ? n : 1, sizeof *r->param_names);
     r->params = tunep_calloc(n ? n : 1, sizeof *r->params);
@@ -79,6 +99,20 @@ static tune_result *result_copy(const struct tune_study *s, const struct tunep_t
         r->params[i] = v;
         r->n_params++;
     }
+    return r;
+fail:
+    tune_result_free(r);
+    return NULL;
+}
+
+/* A copy of trial rec of s with its last value of each metric; NULL on OOM. Lock held. */
+static tune_result *result_copy(const struct tune_study *s, const struct tunep_trial_rec *rec)
+{
+    tune_result *r = result_params(s, rec);
+    if (!r)
+        return NULL;
+    if (s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last)
+        r->score = rec->last[s->main_metric];
     /* A NaN slot is a metric the trial never reported (tunep_trial_rec_set_last()). */
     size_t m = 0;
     for (size_t i = 0; i < rec->n_last && i < s->n_metrics; i++)
@@ -232,4 +266,306 @@ tune_status tune_result_get_metric(const tune_result *r, const char *name, doubl
     }
     return tunep_error_set(err, TUNE_ENOTFOUND, "trial %lld reported no metric '%s'",
                            (long long)r->trial_id, name);
+}
+
+/* ---- Ray's get_best_result(metric, mode, scope) ---------------------------- */
+
+static const char *const scope_names[TUNE_SCOPE_COUNT] = {
+    [TUNE_SCOPE_LAST] = "last",
+    [TUNE_SCOPE_AVG] = "avg",
+    [TUNE_SCOPE_LAST_5_AVG] = "last-5-avg",
+    [TUNE_SCOPE_LAST_10_AVG] = "last-10-avg",
+    [TUNE_SCOPE_ALL] = "all",
+};
+
+const char *tune_scope_name(tune_scope scope)
+{
+    return (unsigned)scope < (unsigned)TUNE_SCOPE_COUNT ? scope_names[scope] : "unknown";
+}
+
+tune_status tune_scope_from_name(const char *name, tune_scope *ret_scope, tune_error *err)
+{
+    if (!name || !ret_scope)
+        return tunep_error_set(err, TUNE_EINVAL, "name and ret_scope must not be NULL");
+    for (int k = 0; k < TUNE_SCOPE_COUNT; k++) {
+        if (strcmp(name, scope_names[k]) == 0) {
+            *ret_scope = (tune_scope)k;
+            return TUNE_OK;
+        }
+    }
+    return tunep_error_set(err, TUNE_EINVAL,
+                           "scope '%s': expected last, avg, last-5-avg, last-10-avg or all", name);
+}
+
+/* The longest of Ray's windows (metric_n_steps = [5, 10]). */
+#define WINDOW_MAX 10
+
+/*
+ * One trial's analysis of the metric over its reports in order (attempt,
+ * iteration), as Ray's Trial.update_metric() keeps metric_analysis: last
+ * value, running average weighted by training_iteration, the newest
+ * WINDOW_MAX values, and the best one by mode (NaN values never best). The
+ * report each scope chooses is kept by (attempt, iteration).
+ */
+struct analysis {
+    int64_t n;
+    double last, avg, best;
+    double window[WINDOW_MAX]; /* a ring: the newest value at (head + n_window - 1) % WINDOW_MAX */
+    int head, n_window;
+    int last_attempt, best_attempt;
+    int64_t last_iter, best_iter;
+};
+
+struct best_pass {
+    const struct tune_study *s;
+    const char *metric;
+    int mode_max;
+    struct analysis *a; /* by trial id, s->n_trials of them */
+    /* pass 2: the chosen report, copied into r */
+    int64_t want_trial, want_iter;
+    int want_attempt, found;
+    tune_result *r;
+};
+
+static void analyse(struct analysis *a, int mode_max, const struct tunep_stored_report *rep,
+                    double v)
+{
+    if (a->n == 0) {
+        a->avg = v;
+    } else {
+        double step = rep->iteration > 0 ? (double)rep->iteration : 1.0; /* Ray: step or 1 */
+        a->avg = 1.0 / step * (v + (step - 1.0) * a->avg);
+    }
+    a->n++;
+    a->last = v;
+    a->last_attempt = rep->attempt;
+    a->last_iter = rep->iteration;
+    if (a->n_window < WINDOW_MAX) {
+        a->window[(a->head + a->n_window++) % WINDOW_MAX] = v;
+    } else {
+        a->window[a->head] = v;
+        a->head = (a->head + 1) % WINDOW_MAX;
+    }
+    if (!isnan(v) && (a->best_iter == 0 || (mode_max ? v > a->best : v < a->best))) {
+        a->best = v;
+        a->best_attempt = rep->attempt;
+        a->best_iter = rep->iteration;
+    }
+}
+
+/* The mean of the newest k values, oldest first (Python's sum over the deque). */
+static double window_mean(const struct analysis *a, int k)
+{
+    if (k > a->n_window)
+        k = a->n_window;
+    double sum = 0;
+    for (int i = a->n_window - k; i < a->n_window; i++)
+        sum += a->window[(a->head + i) % WINDOW_MAX];
+    return sum / k;
+}
+
+static double scope_score(const struct analysis *a, tune_scope scope)
+{
+    switch (scope) {
+        case TUNE_SCOPE_LAST: return a->last;
+        case TUNE_SCOPE_AVG: return a->avg;
+        case TUNE_SCOPE_LAST_5_AVG: return window_mean(a, 5);
+        case TUNE_SCOPE_LAST_10_AVG: return window_mean(a, 10);
+        case TUNE_SCOPE_ALL: return a->best_iter > 0 ? a->best : (double)NAN;
+        case TUNE_SCOPE_COUNT: break;
+    }
+    return (double)NAN;
+}
+
+/* A value of the metric in the report; 0 when it has none. */
+static int metric_value(const struct tunep_stored_report *rep, const char *metric, double *ret)
+{
+    for (size_t i = 0; i < rep->n_metrics; i++) {
+        if (strcmp(rep->metric_names[i], metric) == 0) {
+            *ret = rep->metric_values[i]; /* NaN for a reported NaN (stored null) */
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static tune_status best_collect(void *ud, const struct tunep_stored_report *rep)
+{
+    struct best_pass *p = ud;
+    double v;
+    if (rep->trial_id >= 0 && rep->trial_id < p->s->n_trials && metric_value(rep, p->metric, &v))
+        analyse(&p->a[rep->trial_id], p->mode_max, rep, v);
+    return TUNE_OK;
+}
+
+static tune_status best_fetch(void *ud, const struct tunep_stored_report *rep)
+{
+    struct best_pass *p = ud;
+    if (p->found || rep->trial_id != p->want_trial || rep->attempt != p->want_attempt ||
+        rep->iteration != p->want_iter)
+        return TUNE_OK;
+    tune_result *r = p->r;
+    p->found = 1;
+    r->attempt = rep->attempt;
+    r->iteration = rep->iteration;
+    r->time_total_s = rep->time_total_s;
+    size_t n = rep->n_metrics;
+    r->metric_names = tunep_calloc(n ? n : 1, sizeof *r->metric_names);
+    r->metric_values = tunep_calloc(n ? n : 1, sizeof *r->metric_values);
+    if (!r->metric_names || !r->metric_values)
+        return TUNE_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!(r->metric_names[i] = tunep_strdup(rep->metric_names[i])))
+            return TUNE_ENOMEM;
+        r->metric_values[i] = rep->metric_values[i];
+        r->n_metrics = i + 1;
+    }
+    return TUNE_OK;
+}
+
+tune_status tune_study_best_by(tune_study *s, const char *metric, const char *mode,
+                               tune_scope scope, tune_result **ret_result, tune_error *err)
+{
+    if (!s || !ret_result || (unsigned)scope >= (unsigned)TUNE_SCOPE_COUNT)
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "study and ret_result must not be NULL, and "
+                               "scope one of tune_scope");
+    if (mode && strcmp(mode, "max") != 0 && strcmp(mode, "min") != 0)
+        return tunep_error_set(err, TUNE_EINVAL, "mode '%s': expected max or min", mode);
+    if (!s->store)
+        return tunep_error_set(err, TUNE_EUNSUPPORTED,
+                               "the best trial by scope reads the stored reports: this study "
+                               "runs with storage ':memory:' or has not run yet");
+    struct best_pass p = {.s = s, .want_trial = -1};
+    tune_result *r = NULL;
+    tune_status st = TUNE_OK;
+    pthread_mutex_lock(&s->lock);
+    p.metric = metric ? metric : s->cfg.metric;
+    p.mode_max = mode ? strcmp(mode, "max") == 0 : s->cfg.mode_max;
+    if (s->n_trials > 0 && !(p.a = tunep_calloc((size_t)s->n_trials, sizeof *p.a))) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = tunep_store_read_begin(s->store, err)))
+        goto out;
+    st = tunep_store_foreach_report_row(s->store, best_collect, &p, err);
+    /* Ray's get_best_trial: the first strictly better score wins; NaN and inf are left out
+     * (filter_nan_and_inf). Trials that ended in ERROR are left out, as tune_study_best(). */
+    int64_t best = -1;
+    double best_score = 0;
+    for (int64_t i = 0; !st && i < s->n_trials; i++) {
+        const struct tunep_trial_rec *rec = s->trials[i];
+        double v = scope_score(&p.a[i], scope);
+        if (!rec || rec->status == TUNE_TRIAL_ERROR || p.a[i].n == 0 || !isfinite(v))
+            continue;
+        if (best < 0 || (p.mode_max ? v > best_score : v < best_score)) {
+            best = i;
+            best_score = v;
+        }
+    }
+    if (!st && best < 0) {
+        st = tunep_error_set(err, TUNE_ENOTFOUND,
+                             "no trial reported a finite value of '%s' (scope %s)", p.metric,
+                             scope_names[scope]);
+    } else if (!st) {
+        const struct analysis *a = &p.a[best];
+        int all = scope == TUNE_SCOPE_ALL;
+        p.want_trial = best;
+        p.want_attempt = all ? a->best_attempt : a->last_attempt;
+        p.want_iter = all ? a->best_iter : a->last_iter;
+        char *name = tunep_strdup(p.metric);
+        r = result_params(s, s->trials[best]);
+        if (!r || !name) {
+            tunep_free(name);
+            st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        } else {
+            tunep_free(r->metric);
+            r->metric = name;
+            p.r = r;
+            st = tunep_store_foreach_report_row(s->store, best_fetch, &p, err);
+            if (!st && !p.found) /* one read snapshot: the first pass saw it */
+                st = tunep_error_set(err, TUNE_EINTERNAL, "the chosen report is gone");
+        }
+        if (!st) {
+            r->mode_max = p.mode_max;
+            r->scope = scope;
+            r->score = best_score;
+        }
+    }
+    tunep_store_read_end(s->store);
+out:
+    pthread_mutex_unlock(&s->lock);
+    tunep_free(p.a);
+    if (st == TUNE_ENOMEM)
+        tunep_error_set(err, st, "out of memory");
+    if (st) {
+        tune_result_free(r);
+        return st;
+    }
+    *ret_result = r;
+    return TUNE_OK;
+}
+
+int tune_result_attempt(const tune_result *r)
+{
+    return r ? r->attempt : 0;
+}
+
+double tune_result_score(const tune_result *r)
+{
+    return r ? r->score : (double)NAN;
+}
+
+/* Appends a number as JSON: NaN as null, infinities as +-1e999 (read back as infinities). */
+static void json_number(struct tunep_buf *b, double v)
+{
+    char num[40];
+    if (isnan(v)) {
+        tunep_buf_puts(b, "null");
+        return;
+    }
+    if (isinf(v)) {
+        tunep_buf_puts(b, v > 0 ? "1e999" : "-1e999");
+        return;
+    }
+    tunep_format_double(num, sizeof num, v);
+    tunep_buf_puts(b, num);
+}
+
+tune_status tune_result_json(const tune_result *r, char **ret_json, tune_error *err)
+{
+    if (!r || !ret_json)
+        return tunep_error_set(err, TUNE_EINVAL, "result and ret_json must not be NULL");
+    struct tunep_buf b;
+    tunep_buf_init(&b);
+    char *config = tunep_values_json(r->n_params, (const char *const *)r->param_names, r->params);
+    tunep_buf_printf(&b, "{\"trial_id\":%lld,\"status\":\"%s\",\"attempt\":%d,\"config\":%s,",
+                     (long long)r->trial_id, tune_trial_status_name(r->status), r->attempt,
+                     config ? config : "{}");
+    tunep_buf_puts(&b, "\"metric\":");
+    tunep_json_put_string(&b, r->metric ? r->metric : "");
+    tunep_buf_printf(&b,
+                     ",\"mode\":\"%s\",\"scope\":\"%s\",\"score\":", r->mode_max ? "max" : "min",
+                     tune_scope_name(r->scope));
+    json_number(&b, r->score);
+    tunep_buf_printf(&b, ",\"training_iteration\":%lld,\"time_total_s\":", (long long)r->iteration);
+    json_number(&b, r->time_total_s);
+    tunep_buf_puts(&b, ",\"metrics\":{");
+    for (size_t i = 0; i < r->n_metrics; i++) {
+        if (i)
+            tunep_buf_puts(&b, ",");
+        tunep_json_put_string(&b, r->metric_names[i]);
+        tunep_buf_puts(&b, ":");
+        json_number(&b, r->metric_values[i]);
+    }
+    tunep_buf_puts(&b, "}}");
+    int nomem = !config || b.oom;
+    tunep_free(config);
+    char *json = tunep_buf_take(&b);
+    if (nomem || !json) {
+        tunep_free(json);
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+    }
+    *ret_json = json;
+    return TUNE_OK;
 }

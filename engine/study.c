@@ -841,6 +841,7 @@ static struct tunep_trial_rec *start_attempt(struct tune_study *s, struct tunep_
     rec->attempt++;
     rec->iteration = 0;
     rec->time_total_s = 0;
+    rec->time_offset = 0;
     rec->time_base = 0;
     rec->ff_until = 0;
     rec->keep_iteration = 0;
@@ -980,7 +981,7 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
     if ((t->end == TUNEP_END_PAUSED || t->end == TUNEP_END_EXPLOIT) && !t->fail_now &&
         (ret == TUNE_OK || ret == TUNE_ESTOP)) {
         /* Paused: the attempt goes on later. */
-        rec->time_base = rec->time_total_s;
+        rec->time_base = rec->time_total_s - rec->time_offset;
         tunep_study_set_status(s, rec, TUNE_TRIAL_PAUSED);
         if (s->store && !s->fatal) {
             tune_error e;
@@ -1034,7 +1035,7 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
             status = TUNE_TRIAL_ERROR;
         }
     }
-    rec->time_total_s = rec->time_base + (tunep_now_monotonic() - t->t0);
+    rec->time_total_s = rec->time_offset + rec->time_base + (tunep_now_monotonic() - t->t0);
     tunep_study_set_status(s, rec, status);
     if (status == TUNE_TRIAL_TERMINATED || status == TUNE_TRIAL_STOPPED) {
         /* As Ray's on_trial_complete: the final result may fill a rung the trial reached. */

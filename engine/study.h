@@ -38,7 +38,9 @@ struct tunep_trial_rec {
     tune_trial_status status;
     int attempt;         /* attempts started so far (1-based once started) */
     int64_t iteration;   /* last training_iteration of the current attempt */
-    double time_total_s; /* of the current attempt */
+    double time_total_s; /* as reported: time_offset + the attempt's own time */
+    double time_offset;  /* a restored checkpoint's time_total_s less the attempt's time at
+                          * the restore (0 until the attempt restores one) */
     double start_wall;
     double last_t; /* the scheduler's time_attr in the last report */
     int has_last_t;
@@ -57,6 +59,7 @@ struct tunep_trial_rec {
     int has_ckpt;       /* a checkpoint exists (in ckpt, or in the trial's folder) */
     int64_t ckpt_iter;  /* the iteration it was saved at */
     double ckpt_t;      /* the scheduler's time_attr value then (PBT's interval) */
+    double ckpt_time;   /* the trial's time_total_s then; NaN when not recorded */
     void *ckpt;         /* in-memory studies: the bytes; else NULL */
     size_t ckpt_size;
     int n_exploits; /* PBT restarts so far */
@@ -75,6 +78,13 @@ struct tune_trial {
     struct tune_study *study;
     struct tunep_trial_rec *rec;
     double t0; /* monotonic time the attempt started */
+    /* Since-restore counters of this run of the objective (Ray's *_since_restore):
+     * the monotonic time of its last checkpoint load (0: t0), of its last report
+     * (0: none), and the reports since the restore. */
+    double t_restore, t_last;
+    int64_t iters_since_restore;
+    int64_t pid;   /* the process running the objective when not this one (isolation) */
+    int host_done; /* where it runs is in the store */
     enum tunep_end_reason end;
     int fail_now;            /* timed out or reported a non-finite metric: the attempt fails */
     int ipc_req, ipc_resp;   /* in an isolated child: pipes to the controller; else -1 */

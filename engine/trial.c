@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/text.h"
+#include "engine/host.h"
 
 int64_t tune_trial_id(const tune_trial *t)
 {
@@ -352,6 +354,23 @@ static tune_status make_durable(struct tune_study *s, uint64_t ticket)
     return st;
 }
 
+/*
+ * Records where this run of the objective is: this process, or the isolated
+ * child (t->pid); unknown for a trial on an MPI worker rank, which runs on
+ * another host. Lock held.
+ */
+static tune_status record_host(struct tune_study *s, tune_trial *t, tune_error *err)
+{
+    int remote = s->mpi_size > 1;
+    t->host_done = 1;
+    return tunep_store_trial_host(s->store, t->rec->id, t->rec->attempt,
+                                  remote   ? 0
+                                  : t->pid ? t->pid
+                                           : (int64_t)getpid(),
+                                  remote ? NULL : tunep_host_name(),
+                                  remote ? NULL : tunep_host_ip(), err);
+}
+
 /* A report in the controller's process: written, committed and answered. */
 static tune_status report_local(tune_trial *t, size_t n, const char *const *names,
                                 const double *values)
@@ -377,7 +396,20 @@ static tune_status report_local(tune_trial *t, size_t n, const char *const *name
         goto out;
     }
     rec->iteration++;
-    rec->time_total_s = rec->time_base + (tunep_now_monotonic() - t->t0);
+    /* The attempt's own time (its timeout's), and the trial's as Ray reports it. */
+    double now = tunep_now_monotonic();
+    double attempt_s = rec->time_base + (now - t->t0);
+    double restored = t->t_restore > 0 ? t->t_restore : t->t0;
+    struct tunep_report_times rt = {
+        .iteration = rec->iteration,
+        .time_total_s = rec->time_offset + attempt_s,
+        .time_this_iter_s = now - (t->t_last > restored ? t->t_last : restored),
+        .time_since_restore = now - restored,
+        .iterations_since_restore = ++t->iters_since_restore,
+        .wall_time = tunep_now_wall(),
+    };
+    rec->time_total_s = rt.time_total_s;
+    t->t_last = now;
     if (rec->iteration <= rec->ff_until) {
         /* A resumed objective that did not load a checkpoint replays what it
          * reported before its pause: answered, not recorded again. */
@@ -390,8 +422,12 @@ static tune_status report_local(tune_trial *t, size_t n, const char *const *name
     s->n_reports++;
     if (s->store) {
         tune_error e;
-        if (tunep_store_report(s->store, rec->id, rec->attempt, rec->iteration, rec->time_total_s,
-                               tunep_now_wall(), n, names, values, &e)) {
+        if (!t->host_done && record_host(s, t, &e)) {
+            store_failed(s, &e);
+            ret = TUNE_ESTORE;
+            goto out;
+        }
+        if (tunep_store_report_row(s->store, rec->id, rec->attempt, &rt, n, names, values, &e)) {
             store_failed(s, &e);
             ret = TUNE_ESTORE;
             goto out;
@@ -428,7 +464,7 @@ static tune_status report_local(tune_trial *t, size_t n, const char *const *name
         t->fail_now = 1;
         end = TUNEP_END_STOPPED;
         (void)tunep_scheduler_on_result(s->sched, rec->id, 0, 0, -HUGE_VAL);
-    } else if (s->cfg.trial_timeout_s > 0 && rec->time_total_s > s->cfg.trial_timeout_s) {
+    } else if (s->cfg.trial_timeout_s > 0 && attempt_s > s->cfg.trial_timeout_s) {
         /* In a thread a hung objective cannot be stopped, but a slow one is at its next report. */
         snprintf(t->error, sizeof t->error, "timed out after %g s (trial_timeout_s)",
                  s->cfg.trial_timeout_s);
@@ -522,18 +558,47 @@ static void explain_answer(const tune_trial *t, tune_status st, tune_error *err)
     }
 }
 
+/* The CSV columns the engine writes itself (docs/results.md). */
+static const char *const reserved_names[] = {
+    "trial_id",
+    "status",
+    "attempt",
+    "attempts",
+    "error",
+    "training_iteration",
+    "time_total_s",
+    "time_this_iter_s",
+    "time_since_restore",
+    "iterations_since_restore",
+    "timestamp",
+    "date",
+    "done",
+    "pid",
+    "hostname",
+    "node_ip",
+    "logdir",
+};
+
+int tune_metric_name_reserved(const char *name)
+{
+    if (!name)
+        return 0;
+    for (size_t k = 0; k < sizeof reserved_names / sizeof *reserved_names; k++)
+        if (strcmp(name, reserved_names[k]) == 0)
+            return 1;
+    return strncmp(name, "config/", 7) == 0;
+}
+
 /*
  * The rule for metric names, the one for parameter names plus the CSV's:
  * UTF-8 of 1 to TUNEP_MAX_METRIC_NAME bytes without control characters (C0,
- * DEL, C1), not a column the engine writes itself (trial_id, status,
- * training_iteration, time_total_s) and not "config/..." (the parameters'
- * columns), so that results.csv and progress.csv always have one header cell
- * per column and load in pandas whatever a program prints.
+ * DEL, C1), not a column the engine writes itself (reserved_names) and not
+ * "config/..." (the parameters' columns), so that results.csv and
+ * progress.csv always have one header cell per column and load in pandas
+ * whatever a program prints.
  */
 static tune_status check_metric_name(const char *name, size_t i, tune_error *err)
 {
-    static const char *const reserved[] = {"trial_id", "status", "training_iteration",
-                                           "time_total_s"};
     if (!name || !name[0] || strlen(name) > TUNEP_MAX_METRIC_NAME)
         return tunep_error_set(err, TUNE_EINVAL, "metric name %zu is empty or longer than %d bytes",
                                i, TUNEP_MAX_METRIC_NAME);
@@ -545,14 +610,13 @@ static tune_status check_metric_name(const char *name, size_t i, tune_error *err
                                "metric name '%s' is not UTF-8 text without control characters",
                                shown);
     }
-    for (size_t k = 0; k < sizeof reserved / sizeof *reserved; k++)
-        if (strcmp(name, reserved[k]) == 0)
-            return tunep_error_set(err, TUNE_EINVAL,
-                                   "metric name '%s' is reserved: the engine reports it", name);
     if (strncmp(name, "config/", 7) == 0)
         return tunep_error_set(err, TUNE_EINVAL,
                                "metric name '%s' is reserved: 'config/' columns are parameters",
                                name);
+    if (tune_metric_name_reserved(name))
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "metric name '%s' is reserved: the engine reports it", name);
     return TUNE_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,14 +17,20 @@
 #include "base/file_io.h"
 #include "store/trial_dir.h"
 
-#define CKPT_MAGIC "TUNECKP1"
+#define CKPT_MAGIC    "TUNECKP2"
+#define CKPT_MAGIC_V1 "TUNECKP1" /* read: its header ends at size */
 
 struct ckpt_header {
     char magic[8];
     int64_t iteration;
     double t;
     uint64_t size;
+    double time_total_s; /* version 2 on */
 };
+
+/* The bytes of a version 1 header: a struct ending at size. */
+#define CKPT_HEADER_V1 (8 + 8 + 8 + 8)
+_Static_assert(sizeof(struct ckpt_header) == CKPT_HEADER_V1 + 8, "the header has no padding");
 
 char *tunep_checkpoint_file_path(const char *storage, int64_t trial_id)
 {
@@ -38,7 +45,10 @@ char *tunep_checkpoint_file_path(const char *storage, int64_t trial_id)
 tune_status tunep_checkpoint_file_write(const char *path, const struct tunep_checkpoint_info *info,
                                         const void *data, tune_error *err)
 {
-    struct ckpt_header h = {.iteration = info->iteration, .t = info->t, .size = info->size};
+    struct ckpt_header h = {.iteration = info->iteration,
+                            .t = info->t,
+                            .size = info->size,
+                            .time_total_s = info->time_total_s};
     memcpy(h.magic, CKPT_MAGIC, 8);
     struct tunep_atomic_file f;
     tune_status st = tunep_atomic_open(&f, path, err);
@@ -80,8 +90,17 @@ tune_status tunep_checkpoint_file_read(const char *path, struct tunep_checkpoint
     struct stat sb;
     struct ckpt_header h;
     tune_status st = TUNE_OK;
-    if (fstat(fd, &sb) != 0 || read_all(fd, &h, sizeof h) != 0 ||
-        memcmp(h.magic, CKPT_MAGIC, 8) != 0 || (uint64_t)sb.st_size != sizeof h + h.size) {
+    size_t head = 0; /* the header's size, by its version */
+    if (fstat(fd, &sb) == 0 && read_all(fd, &h, CKPT_HEADER_V1) == 0) {
+        if (memcmp(h.magic, CKPT_MAGIC_V1, 8) == 0) {
+            head = CKPT_HEADER_V1;
+            h.time_total_s = (double)NAN;
+        } else if (memcmp(h.magic, CKPT_MAGIC, 8) == 0 &&
+                   read_all(fd, (char *)&h + CKPT_HEADER_V1, sizeof h - CKPT_HEADER_V1) == 0) {
+            head = sizeof h;
+        }
+    }
+    if (head == 0 || (uint64_t)sb.st_size != head + h.size) {
         st = tunep_error_set_at(err, TUNE_EIO, path, 0, 0,
                                 "not a tune checkpoint, or a truncated one");
     } else if (ret_data) {
@@ -98,6 +117,6 @@ tune_status tunep_checkpoint_file_read(const char *path, struct tunep_checkpoint
     }
     close(fd);
     if (!st)
-        *ret_info = (struct tunep_checkpoint_info){h.iteration, h.t, h.size};
+        *ret_info = (struct tunep_checkpoint_info){h.iteration, h.t, h.size, h.time_total_s};
     return st;
 }

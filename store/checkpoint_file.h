@@ -1,9 +1,13 @@
 /*
  * checkpoint_file.h - the checkpoint file of a trial,
- * <storage>/trials/trial_<id>/checkpoint.bin: a 32-byte header, then the
+ * <storage>/trials/trial_<id>/checkpoint.bin: a 40-byte header, then the
  * objective's bytes.
  *
- *   "TUNECKP1" | int64 iteration | double time_attr value | uint64 size  (host order)
+ *   "TUNECKP2" | int64 iteration | double time_attr value | uint64 size |
+ *   double time_total_s  (host order)
+ *
+ * A "TUNECKP1" file (written before time_total_s was recorded) has the
+ * 32-byte header without it and still reads, with time_total_s NaN.
  *
  * Host order: a checkpoint is read back by the machine (or the kind of
  * machine) that wrote it, as an objective's own bytes are.
@@ -17,9 +21,10 @@
 
 /* What the header says. */
 struct tunep_checkpoint_info {
-    int64_t iteration; /* the trial's iteration when it was saved */
-    double t;          /* its time attribute's value then */
-    uint64_t size;     /* bytes after the header */
+    int64_t iteration;   /* the trial's iteration when it was saved */
+    double t;            /* its time attribute's value then */
+    uint64_t size;       /* bytes after the header */
+    double time_total_s; /* the trial's time_total_s then; NaN when not recorded */
 };
 
 /* <storage>/trials/trial_<id>/checkpoint.bin; NULL for ":memory:" and on OOM (tunep_free). */

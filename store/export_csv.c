@@ -24,9 +24,13 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/file_io.h"
+#include "base/text.h"
+#include "store/trial_dir.h"
 
 void tunep_csv_field(struct tunep_buf *b, const char *s)
 {
@@ -273,7 +277,121 @@ static tune_status collect_names(struct csv_out *o, size_t n, const char *const 
     return TUNE_OK;
 }
 
+/* ---- the columns Ray's result rows have ----------------------------------- */
+
+/* ",<timestamp>,<date>": Ray's int(time.time()) and local "%Y-%m-%d_%H-%M-%S" of a report. */
+static void put_when(struct tunep_buf *b, double wall_time)
+{
+    tunep_buf_append(b, ",", 1);
+    if (isnan(wall_time) || isinf(wall_time)) {
+        tunep_buf_append(b, ",", 1);
+        return;
+    }
+    time_t secs = (time_t)floor(wall_time);
+    struct tm tm;
+    char date[64];
+    put_int(b, (int64_t)secs);
+    tunep_buf_append(b, ",", 1);
+    if (localtime_r(&secs, &tm) && strftime(date, sizeof date, "%Y-%m-%d_%H-%M-%S", &tm) > 0)
+        tunep_buf_puts(b, date);
+}
+
+/* ",<time_this_iter_s>,<time_since_restore>,<iterations_since_restore>" */
+static void put_restore_times(struct tunep_buf *b, double this_iter, double since, int64_t iters)
+{
+    tunep_buf_append(b, ",", 1);
+    put_double(b, this_iter);
+    tunep_buf_append(b, ",", 1);
+    put_double(b, since);
+    tunep_buf_append(b, ",", 1);
+    if (iters >= 0)
+        put_int(b, iters);
+}
+
+/* The header cells of the parameters, ",config/<name>" each. */
+static tune_status put_config_header(struct csv_out *o, const struct tunep_store *st)
+{
+    size_t n_params = 0;
+    const char *const *params = tunep_store_param_names(st, &n_params);
+    for (size_t i = 0; i < n_params; i++) {
+        tunep_buf_append(&o->row, ",", 1);
+        if (strpbrk(params[i], ",\"\r\n")) {
+            char *col = tunep_asprintf("config/%s", params[i]);
+            if (!col)
+                return tunep_error_set_at(o->err, TUNE_ENOMEM, o->path, 0, 0, "out of memory");
+            tunep_csv_field(&o->row, col);
+            tunep_free(col);
+        } else {
+            tunep_buf_puts(&o->row, "config/");
+            tunep_buf_puts(&o->row, params[i]);
+        }
+    }
+    return TUNE_OK;
+}
+
+static void put_metric_header(struct csv_out *o)
+{
+    for (size_t k = 0; k < o->cols.n; k++) {
+        tunep_buf_append(&o->row, ",", 1);
+        tunep_csv_field(&o->row, o->cols.names[k]);
+    }
+}
+
+/*
+ * A text a program wrote (an error message) as one field, control characters
+ * shown as \xNN (as `tune status` shows them), so that `tune export --csv -`
+ * cannot drive the terminal it prints to. 0, or -1 on OOM.
+ */
+static int put_text(struct csv_out *o, const char *s)
+{
+    if (!s)
+        return 0;
+    size_t n = tunep_escape_ctrl(NULL, 0, s, NULL);
+    if (n == strlen(s)) {
+        tunep_csv_field(&o->row, s);
+        return 0;
+    }
+    char *shown = tunep_malloc(n + 1);
+    if (!shown)
+        return -1;
+    tunep_escape_ctrl(shown, n + 1, s, NULL);
+    tunep_csv_field(&o->row, shown);
+    tunep_free(shown);
+    return 0;
+}
+
+/* A finished trial reports no more: Ray's done is True on its final result. */
+static int finished(tune_trial_status status)
+{
+    return status == TUNE_TRIAL_TERMINATED || status == TUNE_TRIAL_STOPPED;
+}
+
+/* The experiment folder (the store's), absolute when it can be resolved; NULL on OOM. */
+static char *experiment_dir(const struct tunep_store *st)
+{
+    const char *db = tunep_store_path(st);
+    const char *slash = strrchr(db, '/');
+    char *dir = slash ? tunep_strndup(db, (size_t)(slash - db) + (slash == db)) : tunep_strdup(".");
+    if (!dir)
+        return NULL;
+    char *abs = realpath(dir, NULL); /* malloc'd by libc */
+    if (abs) {
+        char *copy = tunep_strdup(abs);
+        free(abs);
+        if (copy) {
+            tunep_free(dir);
+            dir = copy;
+        }
+    }
+    return dir;
+}
+
 /* ---- results.csv ---------------------------------------------------------- */
+
+struct results_ctx {
+    struct csv_out o;
+    char *dir; /* the experiment folder, for logdir; NULL for an in-memory store */
+};
 
 static tune_status results_collect(void *ud, const struct tunep_stored_trial *t)
 {
@@ -282,7 +400,8 @@ static tune_status results_collect(void *ud, const struct tunep_stored_trial *t)
 
 static tune_status results_row(void *ud, const struct tunep_stored_trial *t)
 {
-    struct csv_out *o = ud;
+    struct results_ctx *c = ud;
+    struct csv_out *o = &c->o;
     struct tunep_buf *b = &o->row;
     put_int(b, t->trial_id);
     tunep_buf_append(b, ",", 1);
@@ -295,101 +414,174 @@ static tune_status results_row(void *ud, const struct tunep_stored_trial *t)
     }
     put_metrics(o, t->n_metrics, t->metric_names, t->metric_values);
     tunep_buf_append(b, ",", 1);
-    put_double(b, t->time_total_s);
+    /* As Ray's: the last result's time, like the other per-report columns. */
+    put_double(b, isnan(t->report_time_total_s) ? t->time_total_s : t->report_time_total_s);
+    tunep_buf_append(b, ",", 1);
+    put_int(b, t->attempt);
+    tunep_buf_append(b, ",", 1);
+    if (put_text(o, t->error))
+        return tunep_error_set_at(o->err, TUNE_ENOMEM, o->path, 0, 0, "out of memory");
+    put_restore_times(b, t->time_this_iter_s, t->time_since_restore, t->iterations_since_restore);
+    put_when(b, t->wall_time);
+    tunep_buf_puts(b, finished(t->status) ? ",True," : ",False,");
+    if (t->pid > 0)
+        put_int(b, t->pid);
+    tunep_buf_append(b, ",", 1);
+    tunep_csv_field(b, t->hostname);
+    tunep_buf_append(b, ",", 1);
+    tunep_csv_field(b, t->node_ip);
+    tunep_buf_append(b, ",", 1);
+    if (c->dir) {
+        char *logdir = tunep_trial_dir_path(c->dir, t->trial_id);
+        if (!logdir)
+            return tunep_error_set_at(o->err, TUNE_ENOMEM, o->path, 0, 0, "out of memory");
+        tunep_csv_field(b, logdir);
+        tunep_free(logdir);
+    }
     return out_row(o);
 }
 
 tune_status tunep_export_results_csv(struct tunep_store *st, const char *path, tune_error *err)
 {
-    struct csv_out o;
-    size_t n_params = 0;
+    struct results_ctx c = {.dir = NULL};
+    struct csv_out *o = &c.o;
     if (!st || !path)
         return tunep_error_set(err, TUNE_EINVAL, "export: missing argument");
     tune_status rs = tunep_store_read_begin(st, err);
     if (rs)
         return rs;
-    if ((rs = out_open(&o, st, path, err)) ||
-        (rs = tunep_store_foreach_trial(st, results_collect, &o, err)) || (rs = out_cells(&o)))
+    if ((rs = out_open(o, st, path, err)) ||
+        (rs = tunep_store_foreach_trial(st, results_collect, o, err)) || (rs = out_cells(o)))
         goto out;
-    const char *const *params = tunep_store_param_names(st, &n_params);
-    tunep_buf_puts(&o.row, "trial_id,status,training_iteration");
-    for (size_t i = 0; i < n_params; i++) {
-        tunep_buf_append(&o.row, ",", 1);
-        if (strpbrk(params[i], ",\"\r\n")) {
-            char *col = tunep_asprintf("config/%s", params[i]);
-            if (!col) {
-                rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
-                goto out;
-            }
-            tunep_csv_field(&o.row, col);
-            tunep_free(col);
-        } else {
-            tunep_buf_puts(&o.row, "config/");
-            tunep_buf_puts(&o.row, params[i]);
-        }
-    }
-    for (size_t k = 0; k < o.cols.n; k++) {
-        tunep_buf_append(&o.row, ",", 1);
-        tunep_csv_field(&o.row, o.cols.names[k]);
-    }
-    tunep_buf_puts(&o.row, ",time_total_s");
-    if ((rs = out_row(&o)) || (rs = tunep_store_foreach_trial(st, results_row, &o, err)))
+    if (strcmp(tunep_store_path(st), ":memory:") != 0 && !(c.dir = experiment_dir(st))) {
+        rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
         goto out;
-    rs = out_finish(&o);
+    }
+    tunep_buf_puts(&o->row, "trial_id,status,training_iteration");
+    if ((rs = put_config_header(o, st)))
+        goto out;
+    put_metric_header(o);
+    tunep_buf_puts(&o->row, ",time_total_s,attempts,error,time_this_iter_s,time_since_restore,"
+                            "iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,"
+                            "logdir");
+    if ((rs = out_row(o)) || (rs = tunep_store_foreach_trial(st, results_row, &c, err)))
+        goto out;
+    rs = out_finish(o);
 out:
     tunep_store_read_end(st);
-    out_done(&o);
+    out_done(o);
+    tunep_free(c.dir);
     return rs;
 }
 
 /* ---- progress.csv --------------------------------------------------------- */
 
-static tune_status progress_collect(void *ud, int64_t trial_id, int attempt, int64_t iteration,
-                                    double time_total_s, size_t n, const char *const *names,
-                                    const double *values)
+/* What a report row needs of its trial, found in a first pass over the trials. */
+struct progress_trial {
+    int64_t trial_id, iteration;
+    int attempt, done; /* done: finished, so its last report is its final result */
+    size_t tail;       /* offset of ",<status>,<config/...>" in the arena */
+};
+
+struct progress_ctx {
+    struct csv_out o;
+    struct progress_trial *trials;
+    size_t n, cap, cursor;
+    struct tunep_buf arena; /* the trials' tails, each NUL-terminated */
+};
+
+static tune_status progress_collect_trial(void *ud, const struct tunep_stored_trial *t)
 {
-    (void)trial_id, (void)attempt, (void)iteration, (void)time_total_s, (void)values;
-    return collect_names(ud, n, names);
+    struct progress_ctx *c = ud;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        struct progress_trial *p = tunep_realloc(c->trials, c->cap * sizeof *p, cap * sizeof *p);
+        if (!p)
+            return tunep_error_set_at(c->o.err, TUNE_ENOMEM, c->o.path, 0, 0, "out of memory");
+        c->trials = p;
+        c->cap = cap;
+    }
+    struct progress_trial *pt = &c->trials[c->n++];
+    pt->trial_id = t->trial_id;
+    pt->iteration = t->iteration;
+    pt->attempt = t->attempt;
+    pt->done = finished(t->status);
+    pt->tail = c->arena.len;
+    tunep_buf_append(&c->arena, ",", 1);
+    tunep_buf_puts(&c->arena, tune_trial_status_name(t->status));
+    for (size_t i = 0; i < t->n_params; i++) {
+        tunep_buf_append(&c->arena, ",", 1);
+        put_value(&c->arena, &t->params[i]);
+    }
+    tunep_buf_append(&c->arena, "", 1);
+    return c->arena.oom
+               ? tunep_error_set_at(c->o.err, TUNE_ENOMEM, c->o.path, 0, 0, "out of memory")
+               : TUNE_OK;
 }
 
-static tune_status progress_row(void *ud, int64_t trial_id, int attempt, int64_t iteration,
-                                double time_total_s, size_t n, const char *const *names,
-                                const double *values)
+static tune_status progress_collect(void *ud, const struct tunep_stored_report *r)
 {
-    struct csv_out *o = ud;
-    (void)attempt;
-    put_int(&o->row, trial_id);
+    return collect_names(&((struct progress_ctx *)ud)->o, r->n_metrics, r->metric_names);
+}
+
+static tune_status progress_row(void *ud, const struct tunep_stored_report *r)
+{
+    struct progress_ctx *c = ud;
+    struct csv_out *o = &c->o;
+    /* Both passes run in trial_id order: the trial of a report is at or after the cursor. */
+    while (c->cursor < c->n && c->trials[c->cursor].trial_id < r->trial_id)
+        c->cursor++;
+    const struct progress_trial *pt =
+        c->cursor < c->n && c->trials[c->cursor].trial_id == r->trial_id ? &c->trials[c->cursor]
+                                                                         : NULL;
+    put_int(&o->row, r->trial_id);
     tunep_buf_append(&o->row, ",", 1);
-    put_int(&o->row, iteration);
+    put_int(&o->row, r->iteration);
     tunep_buf_append(&o->row, ",", 1);
-    put_double(&o->row, time_total_s);
-    put_metrics(o, n, names, values);
+    put_double(&o->row, r->time_total_s);
+    put_metrics(o, r->n_metrics, r->metric_names, r->metric_values);
+    tunep_buf_append(&o->row, ",", 1);
+    put_int(&o->row, r->attempt);
+    put_restore_times(&o->row, r->time_this_iter_s, r->time_since_restore,
+                      r->iterations_since_restore);
+    put_when(&o->row, r->wall_time);
+    int done = pt && pt->done && pt->attempt == r->attempt && pt->iteration == r->iteration;
+    tunep_buf_puts(&o->row, done ? ",True" : ",False");
+    if (pt)
+        tunep_buf_puts(&o->row, c->arena.data + pt->tail);
     return out_row(o);
 }
 
 tune_status tunep_export_progress_csv(struct tunep_store *st, const char *path, tune_error *err)
 {
-    struct csv_out o;
+    struct progress_ctx c;
+    struct csv_out *o = &c.o;
     if (!st || !path)
         return tunep_error_set(err, TUNE_EINVAL, "export: missing argument");
+    memset(&c, 0, sizeof c);
+    tunep_buf_init(&c.arena);
     tune_status rs = tunep_store_read_begin(st, err);
-    if (rs)
+    if (rs) {
+        tunep_buf_done(&c.arena);
         return rs;
-    if ((rs = out_open(&o, st, path, err)) ||
-        (rs = tunep_store_foreach_last_attempt_report(st, progress_collect, &o, err)) ||
-        (rs = out_cells(&o)))
-        goto out;
-    tunep_buf_puts(&o.row, "trial_id,training_iteration,time_total_s");
-    for (size_t k = 0; k < o.cols.n; k++) {
-        tunep_buf_append(&o.row, ",", 1);
-        tunep_csv_field(&o.row, o.cols.names[k]);
     }
-    if ((rs = out_row(&o)) ||
-        (rs = tunep_store_foreach_last_attempt_report(st, progress_row, &o, err)))
+    if ((rs = out_open(o, st, path, err)) ||
+        (rs = tunep_store_foreach_report_row(st, progress_collect, &c, err)) ||
+        (rs = out_cells(o)) ||
+        (rs = tunep_store_foreach_trial(st, progress_collect_trial, &c, err)))
         goto out;
-    rs = out_finish(&o);
+    tunep_buf_puts(&o->row, "trial_id,training_iteration,time_total_s");
+    put_metric_header(o);
+    tunep_buf_puts(&o->row, ",attempt,time_this_iter_s,time_since_restore,"
+                            "iterations_since_restore,timestamp,date,done,status");
+    if ((rs = put_config_header(o, st)) || (rs = out_row(o)) ||
+        (rs = tunep_store_foreach_report_row(st, progress_row, &c, err)))
+        goto out;
+    rs = out_finish(o);
 out:
     tunep_store_read_end(st);
-    out_done(&o);
+    out_done(o);
+    tunep_free(c.trials);
+    tunep_buf_done(&c.arena);
     return rs;
 }

@@ -29,14 +29,23 @@
  *       trial's value kind.
  *   trials (trial_id INTEGER PRIMARY KEY, status TEXT, attempt,
  *           training_iteration, time_total_s, start_time, end_time, error,
- *           "config/<name>" ... one column per parameter)
+ *           "config/<name>" ... one column per parameter, pid, hostname,
+ *           node_ip)
  *       The current (last) attempt of each trial, and its configuration.
  *       Values keep their SQLite type: REAL, INTEGER, TEXT; a bool is an
  *       INTEGER 0/1 (params.type, or the type column, says "bool").
  *   reports (trial_id, attempt, training_iteration, time_total_s, wall_time,
- *            metrics TEXT), PRIMARY KEY (trial_id, attempt,
+ *            metrics TEXT, time_this_iter_s, time_since_restore,
+ *            iterations_since_restore), PRIMARY KEY (trial_id, attempt,
  *            training_iteration), WITHOUT ROWID
- *       Every report of every attempt; failed attempts stay.
+ *       Every report of every attempt; failed, retried, resumed and
+ *       PBT-exploited attempts all stay (nothing deletes a report).
+ *
+ * The three reports columns after metrics and trials' pid, hostname and
+ * node_ip (the process that ran the current attempt) were added within
+ * version 1, as origin was: a writable open adds them to an older file
+ * (ALTER TABLE ... ADD COLUMN), a read-only one reads them as NULL, and older
+ * code ignores them.
  *
  * Parameters are columns of trials rather than rows of a (trial, position,
  * value) table: starting a trial is then one INSERT into one B-tree. Measured
@@ -94,6 +103,8 @@
 
 #include <sqlite3.h>
 
+#include "base/text.h"
+
 #define STORE_SCHEMA_VERSION 1
 #define STORE_APPLICATION_ID 0x74756E65 /* "tune" in ASCII */
 /*
@@ -141,6 +152,9 @@ static const char schema_sql[] = "CREATE TABLE experiment (\n"
                                  "    time_total_s REAL,\n"
                                  "    wall_time REAL,\n"
                                  "    metrics TEXT NOT NULL,\n"
+                                 "    time_this_iter_s REAL,\n"
+                                 "    time_since_restore REAL,\n"
+                                 "    iterations_since_restore INTEGER,\n"
                                  "    PRIMARY KEY (trial_id, attempt, training_iteration)\n"
                                  ") WITHOUT ROWID;\n";
 
@@ -156,6 +170,7 @@ enum stmt_id {
     S_TRIAL_END,
     S_REPORT_INSERT,
     S_TRIAL_RESUME,
+    S_TRIAL_HOST,
     S_TRIAL_INSERT, /* built from the parameter columns */
     S_COUNT
 };
@@ -174,9 +189,13 @@ static const char *const stmt_sql[S_TRIAL_INSERT] = {
     [S_TRIAL_END] = "UPDATE trials SET status = ?3, training_iteration = ?4, time_total_s = ?5,"
                     " end_time = ?6, error = ?7 WHERE trial_id = ?1 AND attempt = ?2",
     [S_REPORT_INSERT] = "INSERT INTO reports (trial_id, attempt, training_iteration,"
-                        " time_total_s, wall_time, metrics) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        " time_total_s, wall_time, metrics, time_this_iter_s,"
+                        " time_since_restore, iterations_since_restore)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [S_TRIAL_RESUME] = "UPDATE trials SET status = 'RUNNING', end_time = NULL"
                        " WHERE trial_id = ?1 AND attempt = ?2",
+    [S_TRIAL_HOST] = "UPDATE trials SET pid = ?3, hostname = ?4, node_ip = ?5"
+                     " WHERE trial_id = ?1 AND attempt = ?2",
 };
 
 /* Kinds of parameter and value, as the params table and type columns name them. */
@@ -212,6 +231,7 @@ struct tunep_store {
     const char **param_names; /* params[i].name, for tunep_stored_trial */
     struct tunep_buf json;    /* the metrics text of the report being written */
     locale_t c_locale;        /* "C", for json_each's strtod() */
+    int has_host;             /* the file has the columns added within version 1 (above) */
 };
 
 /* ---- errors --------------------------------------------------------------- */
@@ -418,6 +438,59 @@ static const char *base_name(const char *path)
 }
 
 /* ---- opening and closing -------------------------------------------------- */
+
+/* The columns added within version 1 (see the top of the file), by table. */
+static const char *const added_columns[][2] = {
+    {"reports", "time_this_iter_s REAL"},
+    {"reports", "time_since_restore REAL"},
+    {"reports", "iterations_since_restore INTEGER"},
+    {"trials", "pid INTEGER"},
+    {"trials", "hostname TEXT"},
+    {"trials", "node_ip TEXT"},
+};
+
+/*
+ * Sets st->has_host when the file has every added column; a writable store
+ * adds those an older file lacks first (one transaction), a read-only one
+ * reads them as NULL.
+ */
+static tune_status upgrade_columns(struct tunep_store *st, tune_error *err)
+{
+    size_t n = sizeof added_columns / sizeof *added_columns, missing = 0;
+    int have[sizeof added_columns / sizeof *added_columns];
+    tune_status rs = TUNE_OK;
+    for (size_t i = 0; i < n && !rs; i++) {
+        char sql[160];
+        int64_t found = 0;
+        size_t len = strcspn(added_columns[i][1], " ");
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%.*s'",
+                 added_columns[i][0], (int)len, added_columns[i][1]);
+        rs = query_int64(st, sql, &found, err);
+        have[i] = found > 0;
+        missing += !have[i];
+    }
+    if (rs || missing == 0 || st->readonly) {
+        st->has_host = !rs && missing == 0;
+        return rs;
+    }
+    if ((rs = exec_sql(st, "BEGIN IMMEDIATE", "begin upgrade", err)))
+        return rs;
+    for (size_t i = 0; i < n && !rs; i++) {
+        char sql[160];
+        if (have[i])
+            continue;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s", added_columns[i][0],
+                 added_columns[i][1]);
+        rs = exec_sql(st, sql, "add a column to an older store", err);
+    }
+    if (!rs)
+        rs = exec_sql(st, "COMMIT", "commit upgrade", err);
+    if (rs)
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    st->has_host = !rs;
+    return rs;
+}
 
 static void params_free(struct store_param *p, size_t n)
 {
@@ -693,7 +766,10 @@ static tune_status create_trials(struct tunep_store *st, const struct store_para
                        "    time_total_s REAL,\n"
                        "    start_time REAL,\n"
                        "    end_time REAL,\n"
-                       "    error TEXT");
+                       "    error TEXT,\n"
+                       "    pid INTEGER,\n"
+                       "    hostname TEXT,\n"
+                       "    node_ip TEXT");
     for (size_t i = 0; i < n; i++) {
         tunep_buf_puts(&b, ",\n    ");
         put_ident(&b, p[i].column);
@@ -827,6 +903,7 @@ tune_status tunep_store_create(const char *db_path, const struct tunep_store_exp
         rs = db_fail(st, err, "checkpoint the new experiment");
         goto fail;
     }
+    st->has_host = 1;
     if ((rs = load_params(st, err)) || (rs = prepare_writes(st, err)))
         goto fail;
     *ret = st;
@@ -977,7 +1054,11 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
         goto fail;
     if (readonly)
         rs = exec_sql(st, "PRAGMA query_only = ON", "set query_only", err);
-    else if (!(rs = set_write_pragmas(st, err)))
+    else
+        rs = set_write_pragmas(st, err);
+    if (!rs)
+        rs = upgrade_columns(st, err);
+    if (!rs && !readonly)
         rs = prepare_writes(st, err);
     if (rs)
         goto fail;
@@ -1270,41 +1351,6 @@ tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int 
     return TUNE_OK;
 }
 
-/* Appends s as a JSON string (quotes, backslashes and control bytes escaped; UTF-8 as is). */
-static void json_put_string(struct tunep_buf *b, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    const char *run = s;
-    tunep_buf_append(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        tunep_buf_append(b, run, (size_t)(s - run));
-        run = s + 1;
-        char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-            case '"':
-            case '\\': break;
-            case '\n': esc[1] = 'n'; break;
-            case '\r': esc[1] = 'r'; break;
-            case '\t': esc[1] = 't'; break;
-            default:
-                esc[1] = 'u';
-                esc[2] = '0';
-                esc[3] = '0';
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                n = 6;
-                break;
-        }
-        tunep_buf_append(b, esc, n);
-    }
-    tunep_buf_append(b, run, (size_t)(s - run));
-    tunep_buf_append(b, "\"", 1);
-}
-
 static void json_put_number(struct tunep_buf *b, double v)
 {
     char num[40];
@@ -1319,13 +1365,16 @@ static void json_put_number(struct tunep_buf *b, double v)
     }
 }
 
-tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int attempt,
-                               int64_t iteration, double time_total_s, double wall_time, size_t n,
-                               const char *const *names, const double *values, tune_error *err)
+tune_status tunep_store_report_row(struct tunep_store *st, int64_t trial_id, int attempt,
+                                   const struct tunep_report_times *rt, size_t n,
+                                   const char *const *names, const double *values, tune_error *err)
 {
     tune_status rs = check_writable(st, err);
     if (rs)
         return rs;
+    if (!rt)
+        return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0,
+                                  "store: report for trial %lld: no times", (long long)trial_id);
     if (n > 0 && (!names || !values))
         return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0,
                                   "store: report for trial %lld: no metrics", (long long)trial_id);
@@ -1339,7 +1388,7 @@ tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int att
                                       (long long)trial_id, i);
         if (i > 0)
             tunep_buf_append(b, ",", 1);
-        json_put_string(b, names[i]);
+        tunep_json_put_string(b, names[i]);
         tunep_buf_append(b, ":", 1);
         json_put_number(b, values[i]);
     }
@@ -1357,12 +1406,60 @@ tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int att
     sqlite3_stmt *s = st->stmt[S_REPORT_INSERT];
     sqlite3_bind_int64(s, 1, trial_id);
     sqlite3_bind_int(s, 2, attempt);
-    sqlite3_bind_int64(s, 3, iteration);
-    bind_real(s, 4, time_total_s);
-    bind_real(s, 5, wall_time);
+    sqlite3_bind_int64(s, 3, rt->iteration);
+    bind_real(s, 4, rt->time_total_s);
+    bind_real(s, 5, rt->wall_time);
     sqlite3_bind_text(s, 6, b->data, (int)b->len, SQLITE_STATIC);
+    bind_real(s, 7, rt->time_this_iter_s);
+    bind_real(s, 8, rt->time_since_restore);
+    if (rt->iterations_since_restore >= 0)
+        sqlite3_bind_int64(s, 9, rt->iterations_since_restore);
+    else
+        sqlite3_bind_null(s, 9);
     if (run_stmt(s) != SQLITE_DONE)
         return db_fail(st, err, "insert report for trial %lld", (long long)trial_id);
+    return TUNE_OK;
+}
+
+tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int attempt,
+                               int64_t iteration, double time_total_s, double wall_time, size_t n,
+                               const char *const *names, const double *values, tune_error *err)
+{
+    struct tunep_report_times rt = {.iteration = iteration,
+                                    .time_total_s = time_total_s,
+                                    .time_this_iter_s = (double)NAN,
+                                    .time_since_restore = (double)NAN,
+                                    .iterations_since_restore = -1,
+                                    .wall_time = wall_time};
+    return tunep_store_report_row(st, trial_id, attempt, &rt, n, names, values, err);
+}
+
+tune_status tunep_store_trial_host(struct tunep_store *st, int64_t trial_id, int attempt,
+                                   int64_t pid, const char *hostname, const char *node_ip,
+                                   tune_error *err)
+{
+    tune_status rs = check_writable(st, err);
+    if (rs)
+        return rs;
+    if ((rs = begin(st, err)))
+        return rs;
+    sqlite3_stmt *s = st->stmt[S_TRIAL_HOST];
+    sqlite3_bind_int64(s, 1, trial_id);
+    sqlite3_bind_int(s, 2, attempt);
+    if (pid > 0)
+        sqlite3_bind_int64(s, 3, pid);
+    else
+        sqlite3_bind_null(s, 3);
+    if (hostname)
+        sqlite3_bind_text(s, 4, hostname, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 4);
+    if (node_ip)
+        sqlite3_bind_text(s, 5, node_ip, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 5);
+    if (run_stmt(s) != SQLITE_DONE)
+        return db_fail(st, err, "record where trial %lld runs", (long long)trial_id);
     return TUNE_OK;
 }
 
@@ -1602,6 +1699,13 @@ enum {
     QT_ERROR,
     QT_R_ITER,
     QT_R_TIME,
+    QT_R_WALL,
+    QT_R_THIS,
+    QT_R_SINCE,
+    QT_R_ITERS,
+    QT_PID,
+    QT_HOST,
+    QT_IP,
     QT_PARAMS
 };
 
@@ -1613,7 +1717,10 @@ static tune_status prepare_trial_query(struct tunep_store *st, sqlite3_stmt **re
     tunep_buf_init(&b);
     tunep_buf_puts(&b, "SELECT t.trial_id, t.status, t.attempt, t.training_iteration,"
                        " t.time_total_s, t.start_time, t.end_time, t.error,"
-                       " r.training_iteration, r.time_total_s");
+                       " r.training_iteration, r.time_total_s, r.wall_time");
+    tunep_buf_puts(&b, st->has_host ? ", r.time_this_iter_s, r.time_since_restore,"
+                                      " r.iterations_since_restore, t.pid, t.hostname, t.node_ip"
+                                    : ", NULL, NULL, NULL, NULL, NULL, NULL");
     for (size_t i = 0; i < st->n_params; i++) {
         tunep_buf_puts(&b, ", t.");
         put_ident(&b, st->params[i].column);
@@ -1697,6 +1804,16 @@ tune_status tunep_store_foreach_trial(struct tunep_store *st, tunep_trial_cb cb,
         t.start_time = column_real(q, QT_START);
         t.end_time = column_real(q, QT_END);
         t.error = (const char *)sqlite3_column_text(q, QT_ERROR);
+        t.report_time_total_s = column_real(q, QT_R_TIME);
+        t.wall_time = column_real(q, QT_R_WALL);
+        t.time_this_iter_s = column_real(q, QT_R_THIS);
+        t.time_since_restore = column_real(q, QT_R_SINCE);
+        t.iterations_since_restore = sqlite3_column_type(q, QT_R_ITERS) == SQLITE_NULL
+                                         ? -1
+                                         : sqlite3_column_int64(q, QT_R_ITERS);
+        t.pid = sqlite3_column_int64(q, QT_PID);
+        t.hostname = (const char *)sqlite3_column_text(q, QT_HOST);
+        t.node_ip = (const char *)sqlite3_column_text(q, QT_IP);
         /* A running attempt has not written its totals yet: its last report has them. */
         if (sqlite3_column_type(q, QT_R_ITER) != SQLITE_NULL &&
             sqlite3_column_int64(q, QT_R_ITER) > t.iteration) {
@@ -1778,4 +1895,54 @@ tune_status tunep_store_foreach_last_attempt_report(struct tunep_store *st, tune
                                                     void *ud, tune_error *err)
 {
     return foreach_report(st, 1, cb, ud, err);
+}
+
+tune_status tunep_store_foreach_report_row(struct tunep_store *st, tunep_report_row_cb cb, void *ud,
+                                           tune_error *err)
+{
+    sqlite3_stmt *q = NULL, *qm = NULL;
+    struct metric_rows m;
+    int rc;
+    if (!st || !cb)
+        return tunep_error_set(err, TUNE_EINVAL, "store: foreach report: missing argument");
+    memset(&m, 0, sizeof m);
+    tune_status rs =
+        prepare(st,
+                st->has_host ? "SELECT trial_id, attempt, training_iteration, time_total_s,"
+                               " metrics, wall_time, time_this_iter_s, time_since_restore,"
+                               " iterations_since_restore FROM reports"
+                               " ORDER BY trial_id, attempt, training_iteration"
+                             : "SELECT trial_id, attempt, training_iteration, time_total_s,"
+                               " metrics, wall_time, NULL, NULL, NULL FROM reports"
+                               " ORDER BY trial_id, attempt, training_iteration",
+                0, &q, err);
+    if (rs || (rs = prepare(st, metrics_sql, 0, &qm, err)))
+        goto out;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct tunep_stored_report r;
+        r.trial_id = sqlite3_column_int64(q, 0);
+        if ((rs = decode_metrics(st, qm, (const char *)sqlite3_column_text(q, 4), r.trial_id, &m,
+                                 err)))
+            goto out;
+        r.attempt = sqlite3_column_int(q, 1);
+        r.iteration = sqlite3_column_int64(q, 2);
+        r.time_total_s = column_real(q, 3);
+        r.wall_time = column_real(q, 5);
+        r.time_this_iter_s = column_real(q, 6);
+        r.time_since_restore = column_real(q, 7);
+        r.iterations_since_restore =
+            sqlite3_column_type(q, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 8);
+        r.n_metrics = m.n;
+        r.metric_names = m.names;
+        r.metric_values = m.values;
+        if ((rs = cb(ud, &r)) != TUNE_OK)
+            goto out;
+    }
+    if (rc != SQLITE_DONE)
+        rs = db_fail(st, err, "read reports");
+out:
+    sqlite3_finalize(q);
+    sqlite3_finalize(qm);
+    metric_rows_done(&m);
+    return rs;
 }

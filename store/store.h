@@ -69,10 +69,30 @@ tune_status tunep_store_trial_set_values(struct tunep_store *st, int64_t trial_i
 tune_status tunep_store_trial_end(struct tunep_store *st, int64_t trial_id, int attempt,
                                   tune_trial_status status, int64_t iteration, double time_total_s,
                                   double end_time, const char *error, tune_error *err);
-/* One report. Metric values may be NaN or infinite (stored as NULL / as is). */
+/* The engine's numbers of one report; NaN (or -1 for the count) is stored as NULL (unknown). */
+struct tunep_report_times {
+    int64_t iteration;                /* training_iteration */
+    double time_total_s;              /* over the trial's restored history (docs/results.md) */
+    double time_this_iter_s;          /* since the previous report, or the restore */
+    double time_since_restore;        /* since the attempt started or last restored */
+    int64_t iterations_since_restore; /* reports since then, this one included */
+    double wall_time;                 /* Unix time of the report */
+};
+/* One report with its times. Metric values may be NaN or infinite (stored as NULL / as is). */
+tune_status tunep_store_report_row(struct tunep_store *st, int64_t trial_id, int attempt,
+                                   const struct tunep_report_times *times, size_t n,
+                                   const char *const *names, const double *values, tune_error *err);
+/* tunep_store_report_row() with only the iteration, time_total_s and wall time known. */
 tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int attempt,
                                int64_t iteration, double time_total_s, double wall_time, size_t n,
                                const char *const *names, const double *values, tune_error *err);
+/*
+ * Where the current attempt runs: the process id (0: unknown), host name and
+ * IP address (NULL: unknown). In the open transaction.
+ */
+tune_status tunep_store_trial_host(struct tunep_store *st, int64_t trial_id, int attempt,
+                                   int64_t pid, const char *hostname, const char *node_ip,
+                                   tune_error *err);
 /* Makes everything written so far durable. Cheap when nothing is pending. */
 tune_status tunep_store_commit(struct tunep_store *st, tune_error *err);
 
@@ -132,6 +152,12 @@ struct tunep_stored_trial {
                        * current attempt that has it */
     const char *const *metric_names;
     const double *metric_values; /* NaN for a stored NULL */
+    /* The last report of the current attempt (NaN / -1 when none, or not recorded). */
+    double report_time_total_s, wall_time, time_this_iter_s, time_since_restore;
+    int64_t iterations_since_restore;
+    /* Where the current attempt ran: 0 / NULL when unknown. */
+    int64_t pid;
+    const char *hostname, *node_ip;
 };
 typedef tune_status (*tunep_trial_cb)(void *ud, const struct tunep_stored_trial *t);
 /* Calls cb for every trial in trial_id order; stops at the first non-OK return and returns it. */
@@ -147,6 +173,22 @@ tune_status tunep_store_foreach_report(struct tunep_store *st, tunep_report_cb c
 /* As tunep_store_foreach_report(), for each trial's current (last) attempt only. */
 tune_status tunep_store_foreach_last_attempt_report(struct tunep_store *st, tunep_report_cb cb,
                                                     void *ud, tune_error *err);
+
+/* A stored report with its times (tunep_report_times), borrowed for the callback. */
+struct tunep_stored_report {
+    int64_t trial_id;
+    int attempt;
+    int64_t iteration;
+    double time_total_s, time_this_iter_s, time_since_restore, wall_time; /* NaN: unknown */
+    int64_t iterations_since_restore;                                     /* -1: unknown */
+    size_t n_metrics;
+    const char *const *metric_names;
+    const double *metric_values; /* NaN for a stored NULL */
+};
+typedef tune_status (*tunep_report_row_cb)(void *ud, const struct tunep_stored_report *r);
+/* Calls cb for every report of every attempt, ordered by trial_id, attempt, iteration. */
+tune_status tunep_store_foreach_report_row(struct tunep_store *st, tunep_report_row_cb cb, void *ud,
+                                           tune_error *err);
 
 /*
  * Makes the reads up to tunep_store_read_end() see one snapshot, so that

@@ -117,7 +117,7 @@ START_TEST(reports_carry_the_metrics)
     char *csv = tune_test_slurp(path);
     ck_assert_ptr_nonnull(csv);
     static const char header[] = "trial_id,training_iteration,time_total_s,epoch,step,"
-                                 "val_accuracy,val_loss,train_loss,examples_per_s\r\n";
+                                 "val_accuracy,val_loss,train_loss,examples_per_s,attempt,";
     ck_assert_msg(strncmp(csv, header, strlen(header)) == 0, "%.200s", csv);
     /* Second report: epoch 4 (24 steps of 12 per epoch, twice), step 48. */
     const char *row2 = strstr(csv, "\r\n0,2,");

@@ -31,8 +31,28 @@ static const char *const bad_names[] = {
     "del\x7f",    /* DEL */
     "c1\xc2\x9b", /* the C1 CSI, valid UTF-8 */
     "bad\xff",    /* not UTF-8 */
-    "line\nbreak",  "config/lr", "status", "trial_id", "training_iteration",
-    "time_total_s", too_long,    "",
+    "line\nbreak",
+    "config/lr",
+    "status",
+    "trial_id",
+    "training_iteration",
+    "time_total_s",
+    too_long,
+    "",
+    /* the columns the CSVs gained with Ray's schema */
+    "attempt",
+    "attempts",
+    "error",
+    "time_this_iter_s",
+    "time_since_restore",
+    "iterations_since_restore",
+    "timestamp",
+    "date",
+    "done",
+    "pid",
+    "hostname",
+    "node_ip",
+    "logdir",
 };
 #define N_BAD (sizeof bad_names / sizeof *bad_names)
 
@@ -91,7 +111,15 @@ START_TEST(test_rule)
     ck_assert_str_eq(seen.text[6],
                      "metric name 'config/lr' is reserved: 'config/' columns are parameters");
     ck_assert_str_eq(seen.text[7], "metric name 'status' is reserved: the engine reports it");
+    ck_assert_str_eq(seen.text[N_BAD - 5], "metric name 'done' is reserved: the engine reports it");
     ck_assert_int_eq(seen.ok_st, TUNE_OK);
+    /* the public check agrees with what reports refuse */
+    for (size_t i = 6; i < 11; i++)
+        ck_assert_msg(tune_metric_name_reserved(bad_names[i]), "%s", bad_names[i]);
+    for (size_t i = 13; i < N_BAD; i++)
+        ck_assert_msg(tune_metric_name_reserved(bad_names[i]), "%s", bad_names[i]);
+    ck_assert(!tune_metric_name_reserved("score") && !tune_metric_name_reserved("configx/lr") &&
+              !tune_metric_name_reserved("dates") && !tune_metric_name_reserved(NULL));
 
     /* The header has exactly one cell per column. */
     char path[600];
@@ -102,7 +130,8 @@ START_TEST(test_rule)
     char want[1024];
     snprintf(want, sizeof want,
              "trial_id,status,training_iteration,config/opt,score,%s,\"caf\xc3\xa9, \"\"q\"\"\","
-             "configx/lr,time_total_s\r\n",
+             "configx/lr,time_total_s,attempts,error,time_this_iter_s,time_since_restore,"
+             "iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,logdir\r\n",
              long_ok);
     ck_assert_msg(strncmp(csv, want, strlen(want)) == 0, "%s", csv);
     free(csv);

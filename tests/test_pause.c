@@ -29,7 +29,8 @@ struct event {
     int loaded;        /* this attempt started from a checkpoint */
     int wanted;        /* tune_trial_checkpoint_wanted() after the report */
     tune_status answer;
-    double x; /* the trial's parameter */
+    double x;  /* the trial's parameter */
+    int first; /* the first report of this run of the objective */
 };
 
 struct log {
@@ -41,6 +42,7 @@ struct log {
     int fail_at;       /* attempt 1 fails after this report (0: never) */
     int save;          /* save when asked */
     int stop_study_at; /* request stop after this many events (0: never) */
+    int step_us;       /* sleep before each report, so that times are measurable */
     tune_study *study;
 };
 
@@ -76,8 +78,11 @@ static tune_status obj_counter(tune_trial *t, void *ud)
     } else {
         ck_assert_int_eq(st, TUNE_ENOTFOUND);
     }
+    int first = 1;
     while (tune_trial_iteration(t) < lg->iters) {
         step++;
+        if (lg->step_us)
+            usleep((useconds_t)lg->step_us);
         tune_status ans = tune_trial_report_metric(t, "score", x * (double)step, NULL);
         struct event e = {tune_trial_id(t),
                           tune_trial_attempt(t),
@@ -86,7 +91,9 @@ static tune_status obj_counter(tune_trial *t, void *ud)
                           loaded,
                           tune_trial_checkpoint_wanted(t),
                           ans,
-                          x};
+                          x,
+                          first};
+        first = 0;
         log_event(lg, &e);
         if (lg->save && (ans == TUNE_OK || ans == TUNE_ESTOP) && tune_trial_checkpoint_wanted(t))
             ck_assert_int_eq(tune_trial_save_checkpoint(t, &step, sizeof step, NULL), TUNE_OK);
@@ -243,7 +250,7 @@ START_TEST(retry_continues_on_disk)
     for (int id = 0; id < 3; id++) {
         snprintf(path, sizeof path, "%s/trials/trial_%06d/checkpoint.bin", dir, id);
         ck_assert_msg(stat(path, &sb) == 0, "missing %s", path);
-        ck_assert_int_eq(sb.st_size, 32 + 8);
+        ck_assert_int_eq(sb.st_size, 40 + 8); /* the header, then the objective's 8 bytes */
         struct stored r;
         read_reports(dir, id, &r);
         ck_assert_int_eq(r.n, 10);
@@ -343,7 +350,7 @@ START_TEST(corrupt_checkpoint_is_an_error)
     /* Truncate the checkpoint: the header promises 8 bytes that are not there. */
     char path[4200];
     snprintf(path, sizeof path, "%s/trials/trial_000000/checkpoint.bin", dir);
-    ck_assert_int_eq(truncate(path, 36), 0);
+    ck_assert_int_eq(truncate(path, 44), 0);
     ck_assert_int_eq(tune_study_resume(dir, 0, &s, &err), TUNE_OK);
     tune_study_free(s);
     /* The probe refuses it: the trial starts over (no has_ckpt), nothing crashes. */
@@ -602,6 +609,227 @@ START_TEST(pbt_exploits_from_checkpoints)
 }
 END_TEST
 
+/* ---- progress.csv: every attempt with Ray's time columns --------------------- */
+
+#define CSV_ROWS 256
+#define CSV_COLS 32
+
+/* progress.csv of a study, parsed: cells as text by row and by header name. */
+struct csv {
+    char *text;
+    int n_cols, n_rows;
+    char *head[CSV_COLS];
+    char *cell[CSV_ROWS][CSV_COLS];
+};
+
+/* Splits the file in place; its cells hold no quotes (numbers, names, dates). */
+static void csv_read(tune_study *s, const char *path, struct csv *c)
+{
+    memset(c, 0, sizeof *c);
+    tune_error err;
+    ck_assert_int_eq(tune_study_export_csv(s, TUNE_CSV_PROGRESS, path, &err), TUNE_OK);
+    c->text = tune_test_slurp(path);
+    ck_assert_ptr_nonnull(c->text);
+    int row = -1;
+    for (char *line = strtok(c->text, "\r\n"); line; line = strtok(NULL, "\r\n")) {
+        ck_assert_msg(strchr(line, '"') == NULL, "quoted cell in %s", line);
+        char **cells = row < 0 ? c->head : c->cell[row];
+        int k = 0;
+        for (char *p = line;; p++) {
+            ck_assert_int_lt(k, CSV_COLS);
+            cells[k++] = p;
+            p += strcspn(p, ",");
+            if (!*p)
+                break;
+            *p = '\0';
+        }
+        if (row < 0)
+            c->n_cols = k;
+        else
+            ck_assert_int_eq(k, c->n_cols);
+        ck_assert_int_lt(++row, CSV_ROWS);
+    }
+    c->n_rows = row;
+}
+
+static int csv_col(const struct csv *c, const char *name)
+{
+    for (int k = 0; k < c->n_cols; k++)
+        if (strcmp(c->head[k], name) == 0)
+            return k;
+    ck_abort_msg("no column %s", name);
+    return -1;
+}
+
+static double csv_num(const struct csv *c, int row, const char *name)
+{
+    const char *v = c->cell[row][csv_col(c, name)];
+    return *v ? strtod(v, NULL) : (double)NAN;
+}
+
+static const char *csv_str(const struct csv *c, int row, const char *name)
+{
+    return c->cell[row][csv_col(c, name)];
+}
+
+/*
+ * A trial stopped with the study and resumed from its checkpoint keeps both
+ * attempts in progress.csv, and its time_total_s goes on from the
+ * checkpoint's as Ray's does (attempt 1 ran 1..7 and saved at 6; attempt 2
+ * reports 7..10 from there), while the since-restore columns start again.
+ */
+START_TEST(resume_history_in_progress_csv)
+{
+    char *dir = tune_test_mkdtemp();
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 2, \"seed\": 9,"
+             " \"max_concurrent_trials\": 1, \"checkpoint_frequency\": 1,"
+             " \"param_space\": {\"x\": {\"uniform\": [1, 2]}}, \"storage\": \"%s\"}",
+             dir);
+    struct log *lg = log_new();
+    lg->stop_study_at = 6;
+    lg->step_us = 20000;
+    tune_study *s = study_from(json, lg);
+    tune_error err;
+    ck_assert_int_eq(tune_study_run(s, &err), TUNE_EINTERRUPTED);
+    tune_study_free(s);
+    log_free(lg);
+    lg = log_new();
+    lg->step_us = 20000;
+    s = resume_run(dir, lg);
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s/p.csv", dir);
+    struct csv *c = malloc(sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    csv_read(s, path, c);
+    int rows0[16], n0 = 0;
+    for (int i = 0; i < c->n_rows; i++)
+        if (strcmp(csv_str(c, i, "trial_id"), "0") == 0 && n0 < 16)
+            rows0[n0++] = i;
+    ck_assert_int_eq(n0, 11);
+    double t6 = 0, prev = 0;
+    for (int k = 0; k < n0; k++) {
+        int i = rows0[k];
+        int attempt = (int)csv_num(c, i, "attempt");
+        double it = csv_num(c, i, "training_iteration"), tt = csv_num(c, i, "time_total_s");
+        double since = csv_num(c, i, "time_since_restore");
+        double iters = csv_num(c, i, "iterations_since_restore");
+        double this_iter = csv_num(c, i, "time_this_iter_s");
+        ck_assert_int_eq(attempt, k < 7 ? 1 : 2);
+        ck_assert_int_eq((int)it, k < 7 ? k + 1 : k);
+        ck_assert_str_eq(csv_str(c, i, "status"), "TERMINATED");
+        ck_assert_str_eq(csv_str(c, i, "done"), k == n0 - 1 ? "True" : "False");
+        ck_assert_msg(this_iter >= 0.015 && this_iter <= since + 1e-9, "row %d: %g", k, this_iter);
+        if (attempt == 1) {
+            /* No restore: since-restore is the whole run. */
+            ck_assert_int_eq((int)iters, (int)it);
+            ck_assert_double_eq_tol(since, tt, 1e-9);
+            if (it == 6)
+                t6 = tt;
+        } else {
+            /* From the checkpoint of iteration 6: its time plus the time since the load. */
+            ck_assert_int_eq((int)iters, k - 6);
+            ck_assert_double_eq_tol(tt, t6 + since, 1e-6);
+            ck_assert_msg(tt > prev - 0.1 && tt >= t6 + 0.015 * (k - 6), "row %d: %g", k, tt);
+            ck_assert_msg(since < tt - 0.1, "row %d: %g of %g", k, since, tt);
+        }
+        prev = tt;
+    }
+    /* the store's copy of the trial: time_total_s of the last report */
+    tune_result *best = NULL;
+    ck_assert_int_eq(tune_study_best_by(s, "score", "max", TUNE_SCOPE_LAST, &best, &err), TUNE_OK);
+    if (tune_result_trial_id(best) == 0) {
+        ck_assert_int_eq(tune_result_attempt(best), 2);
+        ck_assert_double_eq_tol(tune_result_time_total_s(best), prev, 1e-12);
+    }
+    tune_result_free(best);
+    free(c->text);
+    free(c);
+    tune_study_free(s);
+    log_free(lg);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/*
+ * PBT: an exploited trial's whole path stays (one attempt, iterations 1..12,
+ * time_total_s never going back: its own time, which the restart from a
+ * donor's checkpoint does not reset), and its since-restore columns start
+ * again where it took the donor's checkpoint.
+ */
+START_TEST(pbt_history_in_progress_csv)
+{
+    char *dir = tune_test_mkdtemp();
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"metric\": \"score\", \"num_samples\": 4, \"seed\": 11,"
+             " \"max_concurrent_trials\": 4, \"param_space\": {\"x\": {\"uniform\": [1, 2]}},"
+             " \"scheduler\": {\"type\": \"pbt\", \"perturbation_interval\": 2,"
+             " \"hyperparam_mutations\": {\"x\": {\"uniform\": [1, 2]}}},"
+             " \"storage\": \"%s\"}",
+             dir);
+    struct log *lg = log_new();
+    lg->iters = 12;
+    lg->step_us = 2000;
+    tune_study *s = study_from(json, lg);
+    run_ok(s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/p.csv", dir);
+    struct csv *c = malloc(sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    csv_read(s, path, c);
+    ck_assert_int_eq(c->n_rows, 4 * 12);
+    int restarts = 0;
+    for (int id = 0; id < 4; id++) {
+        double prev_tt = -1;
+        int64_t k = 0;
+        for (int i = 0; i < c->n_rows; i++) {
+            if ((int)csv_num(c, i, "trial_id") != id)
+                continue;
+            k++;
+            double tt = csv_num(c, i, "time_total_s");
+            double iters = csv_num(c, i, "iterations_since_restore");
+            ck_assert_int_eq((int)csv_num(c, i, "attempt"), 1);
+            ck_assert_int_eq((int)csv_num(c, i, "training_iteration"), (int)k);
+            ck_assert_msg(tt >= prev_tt, "trial %d iteration %d: %g after %g", id, (int)k, tt,
+                          prev_tt);
+            ck_assert_msg(csv_num(c, i, "time_since_restore") <= tt + 1e-9, "trial %d", id);
+            ck_assert_msg(iters >= 1 && iters <= (double)k, "trial %d: %g", id, iters);
+            if (iters < (double)k && iters == 1)
+                restarts++;
+            prev_tt = tt;
+        }
+        ck_assert_int_eq((int)k, 12);
+    }
+    /* The count restarts at 1 exactly where a run of the objective loaded a donor's
+     * checkpoint: at that run's first report. */
+    int loads = 0;
+    for (int i = 0; i < lg->n; i++) {
+        const struct event *e = &lg->ev[i];
+        if (!e->loaded || !e->first)
+            continue;
+        loads++;
+        int found = 0;
+        for (int r = 0; r < c->n_rows && !found; r++)
+            found = (int)csv_num(c, r, "trial_id") == (int)e->trial &&
+                    (int64_t)csv_num(c, r, "training_iteration") == e->iteration &&
+                    csv_num(c, r, "iterations_since_restore") == 1;
+        ck_assert_msg(found, "trial %d iteration %d", (int)e->trial, (int)e->iteration);
+    }
+    ck_assert_int_gt(loads, 0);
+    ck_assert_int_eq(restarts, loads);
+    free(c->text);
+    free(c);
+    tune_study_free(s);
+    log_free(lg);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *pause_suite(void)
 {
     Suite *s = suite_create("pause");
@@ -611,6 +839,7 @@ static Suite *pause_suite(void)
     tcase_add_test(tc, retry_continues_on_disk);
     tcase_add_test(tc, wanted_every_n);
     tcase_add_test(tc, resume_continues_from_checkpoint);
+    tcase_add_test(tc, resume_history_in_progress_csv);
     tcase_add_test(tc, corrupt_checkpoint_is_an_error);
     suite_add_tcase(s, tc);
     TCase *tp = tcase_create("pausing");
@@ -619,6 +848,7 @@ static Suite *pause_suite(void)
     tcase_add_test(tp, hyperband_fast_forward);
     tcase_add_test(tp, promotion_asha_fast_forward);
     tcase_add_test(tp, pbt_exploits_from_checkpoints);
+    tcase_add_test(tp, pbt_history_in_progress_csv);
     tcase_add_test(tp, hyperband_resume_keeps_paused);
     tcase_add_loop_test(tp, resume_searcher_same_as_unbroken, 0, 3);
     suite_add_tcase(s, tp);

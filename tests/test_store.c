@@ -14,9 +14,11 @@
 #include <float.h>
 #include <locale.h>
 #include <math.h>
+#include <stdlib.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "store/lock.h"
 #include "store/store.h"
@@ -62,6 +64,9 @@ static char db_path[512];
 
 static void setup(void)
 {
+    /* The CSVs' date column is local time: UTC makes it the same everywhere. */
+    setenv("TZ", "UTC", 1);
+    tzset();
     tmpdir = tune_test_mkdtemp();
     ck_assert_ptr_nonnull(tmpdir);
     snprintf(db_path, sizeof db_path, "%s/experiment.db", tmpdir);
@@ -840,15 +845,25 @@ END_TEST
 
 /* ---- CSV ------------------------------------------------------------------ */
 
-static void check_file(const char *name, const char *expected)
+/* Compares tmpdir/name with expected, where each '@' stands for the absolute tmpdir (logdir). */
+static void check_file(const char *name, const char *expected_at)
 {
     char path[600];
+    char *abs = realpath(tmpdir, NULL);
+    ck_assert_ptr_nonnull(abs);
+    size_t cap = strlen(expected_at) * (strlen(abs) + 1) + 1, n = 0;
+    char *expected = malloc(cap);
+    ck_assert_ptr_nonnull(expected);
+    for (const char *p = expected_at; *p; p++)
+        n += (size_t)snprintf(expected + n, cap - n, "%s", *p == '@' ? abs : (char[2]){*p, 0});
+    free(abs);
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
     char *text = tune_test_slurp(path);
     ck_assert_ptr_nonnull(text);
     ck_assert_msg(strcmp(text, expected) == 0, "%s:\n--- got ---\n%s\n--- expected ---\n%s", name,
                   text, expected);
     free(text);
+    free(expected);
     /* no temporary file (".<name>.tmp.<host>-<pid>.XXXXXX") is left */
     snprintf(path, sizeof path, ".%s.tmp.", name);
     DIR *d = opendir(tmpdir);
@@ -923,17 +938,27 @@ START_TEST(test_csv_export)
 
     /* exported from inside the pending write transaction, then again after commit */
     export_both(st);
+    /* Reports written without times (tunep_store_report) leave those cells empty; the
+     * wall time 0 is 1970-01-01 in UTC (the fixture's TZ). No pid, host or IP recorded. */
     static const char results[] =
         "trial_id,status,training_iteration,config/lr,config/batch,config/opt,config/flag,"
-        "config/mix,loss,acc,\"x,y\",time_total_s\r\n"
-        "0,TERMINATED,2,0.001,32,adam,True,16,0.25,0.75,,1.5\r\n"
-        "1,STOPPED,1,0.1,8,\"a,b \"\"c\"\"\nd\",False,auto,inf,,3,0.25\r\n"
-        "2,ERROR,0,1e-05,64,sgd,True,True,,,,0.125\r\n"
-        "3,TERMINATED,0,2.5e-07,-3,sgd,False,0.5,,,,\r\n";
-    static const char progress[] = "trial_id,training_iteration,time_total_s,loss,acc,\"x,y\"\r\n"
-                                   "0,1,0.5,0.5,,\r\n"
-                                   "0,2,1.5,0.25,0.75,\r\n"
-                                   "1,1,0.25,inf,,3\r\n";
+        "config/mix,loss,acc,\"x,y\",time_total_s,attempts,error,time_this_iter_s,"
+        "time_since_restore,iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,"
+        "logdir\r\n"
+        "0,TERMINATED,2,0.001,32,adam,True,16,0.25,0.75,,1.5,1,,,,,0,1970-01-01_00-00-00,True,,,,"
+        "@/trials/trial_000000\r\n"
+        "1,STOPPED,1,0.1,8,\"a,b \"\"c\"\"\nd\",False,auto,inf,,3,0.25,1,,,,,0,"
+        "1970-01-01_00-00-00,True,,,,@/trials/trial_000001\r\n"
+        "2,ERROR,0,1e-05,64,sgd,True,True,,,,0.125,1,boom,,,,,,False,,,,@/trials/trial_000002\r\n"
+        "3,TERMINATED,0,2.5e-07,-3,sgd,False,0.5,,,,,1,,,,,,,True,,,,@/trials/trial_000003\r\n";
+    static const char progress[] =
+        "trial_id,training_iteration,time_total_s,loss,acc,\"x,y\",attempt,time_this_iter_s,"
+        "time_since_restore,iterations_since_restore,timestamp,date,done,status,config/lr,"
+        "config/batch,config/opt,config/flag,config/mix\r\n"
+        "0,1,0.5,0.5,,,1,,,,0,1970-01-01_00-00-00,False,TERMINATED,0.001,32,adam,True,16\r\n"
+        "0,2,1.5,0.25,0.75,,1,,,,0,1970-01-01_00-00-00,True,TERMINATED,0.001,32,adam,True,16\r\n"
+        "1,1,0.25,inf,,3,1,,,,0,1970-01-01_00-00-00,True,STOPPED,0.1,8,\"a,b \"\"c\"\"\nd\","
+        "False,auto\r\n";
     check_file("results.csv", results);
     check_file("progress.csv", progress);
     tunep_store_close(st);
@@ -991,13 +1016,19 @@ START_TEST(test_csv_empty)
     struct tunep_store *st = create5();
     export_both(st);
     check_file("results.csv", "trial_id,status,training_iteration,config/lr,config/batch,"
-                              "config/opt,config/flag,config/mix,time_total_s\r\n");
-    check_file("progress.csv", "trial_id,training_iteration,time_total_s\r\n");
+                              "config/opt,config/flag,config/mix,time_total_s,attempts,error,"
+                              "time_this_iter_s,time_since_restore,iterations_since_restore,"
+                              "timestamp,date,done,pid,hostname,node_ip,logdir\r\n");
+    check_file("progress.csv", "trial_id,training_iteration,time_total_s,attempt,time_this_iter_s,"
+                               "time_since_restore,iterations_since_restore,timestamp,date,done,"
+                               "status,config/lr,config/batch,config/opt,config/flag,"
+                               "config/mix\r\n");
     tunep_store_close(st);
 }
 END_TEST
 
-/* A failed attempt stays in the database; the CSV files show only the last one. */
+/* A failed attempt stays in the database and in progress.csv (attempt column); results.csv
+ * shows the last one. */
 START_TEST(test_retry)
 {
     struct tunep_store *st = create5();
@@ -1041,11 +1072,19 @@ START_TEST(test_retry)
     ck_assert(s->t[0].attempt == 2 && s->t[0].n_metrics == 1 && s->t[0].values[0] == 3.0);
 
     export_both(st);
-    check_file("results.csv", "trial_id,status,training_iteration,config/lr,config/batch,"
-                              "config/opt,config/flag,config/mix,loss,time_total_s\r\n"
-                              "0,TERMINATED,1,0.5,16,adam,False,16,3,0.25\r\n");
-    check_file("progress.csv", "trial_id,training_iteration,time_total_s,loss\r\n"
-                               "0,1,0.25,3\r\n");
+    check_file("results.csv",
+               "trial_id,status,training_iteration,config/lr,config/batch,config/opt,config/flag,"
+               "config/mix,loss,time_total_s,attempts,error,time_this_iter_s,time_since_restore,"
+               "iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,logdir\r\n"
+               "0,TERMINATED,1,0.5,16,adam,False,16,3,0.25,2,,,,,21,1970-01-01_00-00-21,True,,,,"
+               "@/trials/trial_000000\r\n");
+    check_file("progress.csv",
+               "trial_id,training_iteration,time_total_s,loss,attempt,time_this_iter_s,"
+               "time_since_restore,iterations_since_restore,timestamp,date,done,status,config/lr,"
+               "config/batch,config/opt,config/flag,config/mix\r\n"
+               "0,1,0.5,1,1,,,,11,1970-01-01_00-00-11,False,TERMINATED,0.5,16,adam,False,16\r\n"
+               "0,2,1,2,1,,,,12,1970-01-01_00-00-12,False,TERMINATED,0.5,16,adam,False,16\r\n"
+               "0,1,0.25,3,2,,,,21,1970-01-01_00-00-21,True,TERMINATED,0.5,16,adam,False,16\r\n");
 
     /* an interrupted attempt rerun under the same number loses its stale reports */
     OK(tunep_store_trial_end(st, 0, 2, TUNE_TRIAL_PENDING, 1, 0.25, 23.0, NULL, E));
@@ -1059,6 +1098,155 @@ START_TEST(test_retry)
     free(r);
     free(s);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM reports"), 3);
+}
+END_TEST
+
+/* ---- report times, where a trial ran, and files from before them ----------- */
+
+struct seen_rows {
+    int n;
+    struct tunep_stored_report r[8];
+    double first_value[8];
+};
+
+static tune_status collect_row(void *ud, const struct tunep_stored_report *r)
+{
+    struct seen_rows *s = ud;
+    ck_assert_int_lt(s->n, 8);
+    s->r[s->n] = *r;
+    s->first_value[s->n] = r->n_metrics ? r->metric_values[0] : (double)NAN;
+    s->r[s->n].metric_names = NULL; /* borrowed: not valid after the callback */
+    s->r[s->n].metric_values = NULL;
+    s->n++;
+    return TUNE_OK;
+}
+
+static tune_status keep_trial(void *ud, const struct tunep_stored_trial *t)
+{
+    struct tunep_stored_trial *o = ud;
+    *o = *t;
+    /* Strings are borrowed: keep what the test looks at. */
+    static char host[64], ip[64];
+    snprintf(host, sizeof host, "%s", t->hostname ? t->hostname : "(null)");
+    snprintf(ip, sizeof ip, "%s", t->node_ip ? t->node_ip : "(null)");
+    o->hostname = host;
+    o->node_ip = ip;
+    return TUNE_OK;
+}
+
+/* Every report keeps its times across attempts; the trial row has where its attempt ran. */
+START_TEST(test_report_times)
+{
+    struct tunep_store *st = create5();
+    struct tunep_value v[5];
+    const char *n[] = {"loss"};
+    double x = 1.0;
+    set5(v, 0.5, 16, "adam", 0, mix_values[0]);
+    OK(tunep_store_trial_start(st, 0, 1, &space5, v, 100.0, E));
+    OK(tunep_store_trial_host(st, 0, 1, 4242, "node-a", "10.0.0.7", E));
+    struct tunep_report_times rt = {1, 2.5, 2.5, 2.5, 1, 102.5};
+    OK(tunep_store_report_row(st, 0, 1, &rt, 1, n, &x, E));
+    x = 0.5;
+    rt = (struct tunep_report_times){2, 4.0, 1.5, 4.0, 2, 104.0};
+    OK(tunep_store_report_row(st, 0, 1, &rt, 1, n, &x, E));
+    OK(tunep_store_trial_end(st, 0, 1, TUNE_TRIAL_PENDING, 2, 4.25, 104.25, NULL, E));
+    /* attempt 2 restored the checkpoint of iteration 2: its time goes on from 4.0 */
+    OK(tunep_store_trial_start(st, 0, 2, &space5, NULL, 200.0, E));
+    OK(tunep_store_trial_host(st, 0, 2, 4343, "node-b", NULL, E));
+    x = 0.25;
+    rt = (struct tunep_report_times){3, 5.0, 1.0, 1.0, 1, 201.0};
+    OK(tunep_store_report_row(st, 0, 2, &rt, 1, n, &x, E));
+    OK(tunep_store_trial_end(st, 0, 2, TUNE_TRIAL_TERMINATED, 3, 5.125, 201.125, NULL, E));
+    OK(tunep_store_commit(st, E));
+
+    struct seen_rows *r = calloc(1, sizeof *r);
+    OK(tunep_store_foreach_report_row(st, collect_row, r, E));
+    ck_assert_int_eq(r->n, 3);
+    ck_assert(r->r[0].attempt == 1 && r->r[0].iteration == 1 && r->r[0].time_total_s == 2.5);
+    ck_assert(r->r[1].attempt == 1 && r->r[1].time_this_iter_s == 1.5 &&
+              r->r[1].time_since_restore == 4.0 && r->r[1].iterations_since_restore == 2);
+    ck_assert(r->r[2].attempt == 2 && r->r[2].iteration == 3 && r->r[2].time_total_s == 5.0 &&
+              r->r[2].time_since_restore == 1.0 && r->r[2].iterations_since_restore == 1 &&
+              r->r[2].wall_time == 201.0 && r->first_value[2] == 0.25);
+    struct tunep_stored_trial t;
+    OK(tunep_store_foreach_trial(st, keep_trial, &t, E));
+    ck_assert(t.attempt == 2 && t.pid == 4343 && t.report_time_total_s == 5.0 &&
+              t.time_total_s == 5.125 && t.iterations_since_restore == 1);
+    ck_assert_str_eq(t.hostname, "node-b");
+    ck_assert_str_eq(t.node_ip, "(null)");
+
+    export_both(st);
+    check_file("results.csv",
+               "trial_id,status,training_iteration,config/lr,config/batch,config/opt,config/flag,"
+               "config/mix,loss,time_total_s,attempts,error,time_this_iter_s,time_since_restore,"
+               "iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,logdir\r\n"
+               "0,TERMINATED,3,0.5,16,adam,False,16,0.25,5,2,,1,1,1,201,1970-01-01_00-03-21,True,"
+               "4343,node-b,,@/trials/trial_000000\r\n");
+    check_file(
+        "progress.csv",
+        "trial_id,training_iteration,time_total_s,loss,attempt,time_this_iter_s,"
+        "time_since_restore,iterations_since_restore,timestamp,date,done,status,config/lr,"
+        "config/batch,config/opt,config/flag,config/mix\r\n"
+        "0,1,2.5,1,1,2.5,2.5,1,102,1970-01-01_00-01-42,False,TERMINATED,0.5,16,adam,False,16\r\n"
+        "0,2,4,0.5,1,1.5,4,2,104,1970-01-01_00-01-44,False,TERMINATED,0.5,16,adam,False,16\r\n"
+        "0,3,5,0.25,2,1,1,1,201,1970-01-01_00-03-21,True,TERMINATED,0.5,16,adam,False,16\r\n");
+    tunep_store_close(st);
+    free(r);
+}
+END_TEST
+
+static void sql_exec_rw(const char *sql)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s: %s", sql,
+                  sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* A file from before the times and host columns: read as unknown, upgraded by a writer. */
+START_TEST(test_older_file)
+{
+    struct tunep_store *st = create5();
+    struct tunep_value v[5];
+    const char *n[] = {"loss"};
+    double x = 1.0;
+    set5(v, 0.5, 16, "adam", 0, mix_values[0]);
+    OK(tunep_store_trial_start(st, 0, 1, &space5, v, 0.0, E));
+    OK(tunep_store_report(st, 0, 1, 1, 0.5, 3.0, 1, n, &x, E));
+    tunep_store_close(st);
+    sql_exec_rw("ALTER TABLE reports DROP COLUMN time_this_iter_s;"
+                "ALTER TABLE reports DROP COLUMN time_since_restore;"
+                "ALTER TABLE reports DROP COLUMN iterations_since_restore;"
+                "ALTER TABLE trials DROP COLUMN pid; ALTER TABLE trials DROP COLUMN hostname;"
+                "ALTER TABLE trials DROP COLUMN node_ip;");
+
+    OK(tunep_store_open(db_path, 1, &st, E));
+    struct seen_rows *r = calloc(1, sizeof *r);
+    OK(tunep_store_foreach_report_row(st, collect_row, r, E));
+    ck_assert(r->n == 1 && r->r[0].time_total_s == 0.5 && isnan(r->r[0].time_this_iter_s) &&
+              r->r[0].iterations_since_restore == -1 && r->r[0].wall_time == 3.0);
+    struct tunep_stored_trial t;
+    OK(tunep_store_foreach_trial(st, keep_trial, &t, E));
+    ck_assert(t.pid == 0 && isnan(t.time_since_restore) && t.n_metrics == 1);
+    ck_assert_str_eq(t.hostname, "(null)");
+    tunep_store_close(st);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM pragma_table_info('trials') WHERE name = 'pid'"),
+                     0);
+
+    /* a writer adds the columns and records into them */
+    OK(tunep_store_open(db_path, 0, &st, E));
+    OK(tunep_store_trial_host(st, 0, 1, 77, "h", "127.0.0.1", E));
+    struct tunep_report_times rt = {2, 1.0, 0.5, 1.0, 2, 4.0};
+    x = 0.5;
+    OK(tunep_store_report_row(st, 0, 1, &rt, 1, n, &x, E));
+    tunep_store_close(st);
+    ck_assert_int_eq(sql_int("SELECT pid FROM trials"), 77);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM reports WHERE time_this_iter_s IS NULL"), 1);
+    ck_assert_int_eq(sql_int("SELECT iterations_since_restore FROM reports WHERE"
+                             " training_iteration = 2"),
+                     2);
+    free(r);
 }
 END_TEST
 
@@ -1104,7 +1292,8 @@ START_TEST(test_locale)
     double x = 0.5;
     set5(v, 0.25, 16, "adam", 0, mix_values[3]);
     OK(tunep_store_trial_start(st, 0, 1, &space5, v, 0.0, E));
-    OK(tunep_store_report(st, 0, 1, 1, 1.5, 0.0, 1, n, &x, E));
+    struct tunep_report_times rt = {1, 1.5, 1.25, 0.75, 1, 0.0};
+    OK(tunep_store_report_row(st, 0, 1, &rt, 1, n, &x, E));
     OK(tunep_store_trial_end(st, 0, 1, TUNE_TRIAL_TERMINATED, 1, 1.5, 0.0, NULL, E));
     OK(tunep_store_commit(st, E));
     struct seen *s = calloc(1, sizeof *s);
@@ -1112,8 +1301,12 @@ START_TEST(test_locale)
     ck_assert_msg(s->t[0].values[0] == 0.5, "read back %g", s->t[0].values[0]);
     free(s);
     export_both(st);
-    check_file("progress.csv", "trial_id,training_iteration,time_total_s,loss\r\n"
-                               "0,1,1.5,0.5\r\n");
+    check_file("progress.csv",
+               "trial_id,training_iteration,time_total_s,loss,attempt,time_this_iter_s,"
+               "time_since_restore,iterations_since_restore,timestamp,date,done,status,config/lr,"
+               "config/batch,config/opt,config/flag,config/mix\r\n"
+               "0,1,1.5,0.5,1,1.25,0.75,1,0,1970-01-01_00-00-00,True,TERMINATED,0.25,16,adam,"
+               "False,0.5\r\n");
     tunep_store_close(st);
     uselocale(old);
     freelocale(comma);
@@ -1191,6 +1384,8 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_csv_empty);
     tcase_add_test(tc, test_csv_refuses_store);
     tcase_add_test(tc, test_retry);
+    tcase_add_test(tc, test_report_times);
+    tcase_add_test(tc, test_older_file);
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_locale);
     tcase_add_test(tc, test_alloc_failures);

@@ -24,7 +24,8 @@
  * object also counts), is one report: one training_iteration, numbered by
  * the engine. Values that are not numbers (strings, booleans, null, arrays,
  * objects) and the names the engine fills in itself (training_iteration,
- * time_total_s, trial_id, status) are left out with a warning, once per
+ * time_total_s, done, pid, ...: tune_metric_name_reserved()) are left out
+ * with a warning, once per
  * attempt; NaN and Infinity (as Python's json.dumps writes them) are
  * numbers. A line that is not a JSON object fails the attempt, as a typo in
  * the protocol must not pass silently. Every other stdout line goes to the
@@ -765,8 +766,8 @@ static int parse_report(struct run *r, const char *text, size_t len, struct pars
                           (long long)tune_trial_id(r->t), v,
                           (long long)(tune_trial_iteration(r->t) + 1));
             }
-        } else if (strcmp(key, "time_total_s") == 0 || strcmp(key, "trial_id") == 0 ||
-                   strcmp(key, "status") == 0) {
+        } else if (tune_metric_name_reserved(key) && strncmp(key, "config/", 7) != 0) {
+            /* A "config/..." name is left to the engine, which refuses the report. */
             warn_once(r, &r->warned_name, key, "the engine fills it in");
         } else if (r->n_metrics >= TUNE_REPORT_MAX_METRICS) {
             ps->error = "more than TUNE_REPORT_MAX_METRICS (4096) metrics";

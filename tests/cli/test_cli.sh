@@ -49,9 +49,9 @@ prog="$exp/progress.csv"
 [ -f "$res" ] && [ -f "$prog" ] && [ -f "$exp/experiment.db" ] || fail "experiment files missing"
 
 head -1 "$res" | tr -d '\r' >"$tmp/h"
-want_header="trial_id,status,training_iteration,config/lr,config/batch_size,config/warmup_steps,config/weight_decay,val_accuracy,time_total_s"
+want_header="trial_id,status,training_iteration,config/lr,config/batch_size,config/warmup_steps,config/weight_decay,val_accuracy,time_total_s,attempts,error,time_this_iter_s,time_since_restore,iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,logdir"
 [ "$(cat "$tmp/h")" = "$want_header" ] && ok "results.csv header" || fail "results.csv header: $(cat "$tmp/h")"
-[ "$(head -1 "$prog" | tr -d '\r')" = "trial_id,training_iteration,time_total_s,val_accuracy" ] &&
+[ "$(head -1 "$prog" | tr -d '\r')" = "trial_id,training_iteration,time_total_s,val_accuracy,attempt,time_this_iter_s,time_since_restore,iterations_since_restore,timestamp,date,done,status,config/lr,config/batch_size,config/warmup_steps,config/weight_decay" ] &&
     ok "progress.csv header" || fail "progress.csv header: $(head -1 "$prog")"
 
 # Row by row: 200 trials with ids 0..199; ASHA ends trials only at a rung (1, 3, 9)

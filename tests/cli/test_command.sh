@@ -73,7 +73,7 @@ expect_rc 0 "ASHA sweep of a script" "$TUNE" run "$tmp/asha.json" --storage "$ex
 res="$exp/results.csv"
 prog="$exp/progress.csv"
 [ "$(head -1 "$res" | tr -d '\r')" = \
-  "trial_id,status,training_iteration,config/lr,config/opt/name,score,epoch,time_total_s" ] &&
+  "trial_id,status,training_iteration,config/lr,config/opt/name,score,epoch,time_total_s,attempts,error,time_this_iter_s,time_since_restore,iterations_since_restore,timestamp,date,done,pid,hostname,node_ip,logdir" ] &&
     ok "results.csv header" || fail "results.csv header: $(head -1 "$res")"
 [ "$(tail -n +2 "$res" | wc -l)" = 12 ] && ok "12 trials" || fail "trials: $(tail -n +2 "$res" | wc -l)"
 

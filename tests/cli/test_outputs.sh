@@ -177,8 +177,14 @@ if /usr/bin/python3 -c "import pandas" 2>/dev/null; then
     /usr/bin/python3 - "$tmp/names.csv" <<'PY' && ok "pandas reads it" || fail "pandas"
 import sys, pandas as pd
 d = pd.read_csv(sys.argv[1])
-assert list(d.columns)[-5:] == ["score", 'x,y "q"', "café", "configx/a", "time_total_s"], d.columns
-assert len(d) == 4
+c = list(d.columns)
+i = c.index("time_total_s")  # the metrics come just before it, Ray's columns after
+assert c[i - 4:i + 1] == ["score", 'x,y "q"', "café", "configx/a", "time_total_s"], c
+assert len(c) == len(set(c)), c
+assert len(d) == 16, len(d)  # the grid of 4, num_samples 4 times
+# a program's error text is data: its control characters are shown escaped, never raw
+assert not d["error"].fillna("").str.contains("\x1b").any(), list(d["error"])
+assert d["error"].fillna("").str.contains(r"\\x1b\]0;pwned", regex=True).any(), list(d["error"])
 PY
 fi
 [ $fails -eq 0 ] || { echo "$fails failed"; exit 1; }

@@ -155,6 +155,9 @@ data = json.loads(p.scripts[0][1])
 # ---- the data against the experiment folder ------------------------------------
 rows = list(csv.DictReader(open(exp + "/results.csv", newline="")))
 prog = list(csv.DictReader(open(exp + "/progress.csv", newline="")))
+# progress.csv keeps every attempt; the curves are each trial's current one (results.csv's attempts).
+last = {int(r["trial_id"]): r["attempts"] for r in rows}
+prog = [r for r in prog if r["attempt"] == last.get(int(r["trial_id"]))]
 metric = data["metric"]
 names = [q["name"] for q in data["params"]]
 if len(data["trials"]) != len(rows):

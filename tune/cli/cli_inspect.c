@@ -53,25 +53,68 @@ int cli_status(int argc, char **argv)
 int cli_best(int argc, char **argv)
 {
     tune_study *study = NULL;
-    int rc = open_dir("best", argc, argv,
-                      "usage: tune best DIR\nPrints the best trial (last value of the metric) "
-                      "as JSON.\n",
-                      &study);
+    int rc =
+        open_dir("best", argc, argv,
+                 "usage: tune best DIR [--metric M] [--mode min|max] [--scope SCOPE]\n"
+                 "Prints the best trial as JSON, chosen as Ray's get_best_result(metric, mode,\n"
+                 "scope): every report of every attempt counts; trials that ended in ERROR and\n"
+                 "NaN or infinite scores are left out.\n"
+                 "  --metric M    the metric to rank by (default: the experiment's)\n"
+                 "  --mode MODE   max or min (default: the experiment's)\n"
+                 "  --scope SCOPE how a trial's values of M make its score:\n"
+                 "                last (default) its last value; avg its running average;\n"
+                 "                last-5-avg, last-10-avg the mean of its last 5 or 10 values;\n"
+                 "                all its best value in any report\n"
+                 "The JSON holds the chosen report (the best one for --scope all, else the\n"
+                 "trial's last with M) with every metric it has, under \"metrics\".\n",
+                 &study);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
-    if (argc > 2) {
-        fprintf(stderr, "tune best: unexpected argument '%s'\n", argv[2]);
-        tune_study_free(study);
-        return CLI_USAGE;
-    }
-    char *json = NULL;
+    const char *metric = NULL, *mode = NULL;
+    tune_scope scope = TUNE_SCOPE_LAST;
     tune_error err;
-    tune_status st = tune_study_best_json(study, &json, &err);
+    for (int i = 2; i < argc; i++) {
+        const char *opt = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if ((strcmp(opt, "--metric") == 0 || strcmp(opt, "--mode") == 0 ||
+             strcmp(opt, "--scope") == 0) &&
+            !val) {
+            fprintf(stderr, "tune best: %s needs a value\n", opt);
+            tune_study_free(study);
+            return CLI_USAGE;
+        }
+        if (strcmp(opt, "--metric") == 0) {
+            metric = argv[++i];
+        } else if (strcmp(opt, "--mode") == 0) {
+            mode = argv[++i];
+            if (strcmp(mode, "max") != 0 && strcmp(mode, "min") != 0) {
+                fprintf(stderr, "tune best: --mode '%s': expected max or min\n", mode);
+                tune_study_free(study);
+                return CLI_USAGE;
+            }
+        } else if (strcmp(opt, "--scope") == 0) {
+            if (tune_scope_from_name(argv[++i], &scope, &err)) {
+                fprintf(stderr, "tune best: --%s\n", err.text);
+                tune_study_free(study);
+                return CLI_USAGE;
+            }
+        } else {
+            fprintf(stderr, "tune best: unexpected argument '%s'\n", opt);
+            tune_study_free(study);
+            return CLI_USAGE;
+        }
+    }
+    tune_result *best = NULL;
+    char *json = NULL;
+    tune_status st = tune_study_best_by(study, metric, mode, scope, &best, &err);
+    if (!st)
+        st = tune_result_json(best, &json, &err);
     if (st)
         cli_print_error(&err);
     else
         printf("%s\n", json);
     tune_free(json);
+    tune_result_free(best);
     tune_study_free(study);
     return st == TUNE_ENOTFOUND ? CLI_FAILED : cli_exit_code(st);
 }
@@ -81,8 +124,8 @@ int cli_export(int argc, char **argv)
     tune_study *study = NULL;
     int rc = open_dir("export", argc, argv,
                       "usage: tune export DIR --csv FILE [--progress]\n"
-                      "Writes one row per trial, or with --progress one row per report of each\n"
-                      "trial's last attempt (failed attempts stay in experiment.db).\n"
+                      "Writes results.csv's one row per trial, or with --progress one row per\n"
+                      "report of every attempt (progress.csv); columns in docs/results.md.\n"
                       "FILE '-' is standard output; otherwise FILE must be a regular file (or\n"
                       "not exist): folders, devices, FIFOs, sockets and the experiment's own\n"
                       "files are refused, and a symbolic link is written through.\n",
