@@ -6,6 +6,8 @@
  * plotted travels as one JSON document in a <script type="application/json">
  * element, which the inline script (store/report/report.js, with its style
  * in report.css; both pasted in at build time by scripts/embed.c) draws
+ * through its one entry point, window.tuneReport(D), which a live page may
+ * call again with a newer document (so fields are added, never renamed),
  * as SVG: the learning curve of every trial with ASHA's rung milestones, each
  * parameter against the final metric (log axes for log domains), parallel
  * coordinates, and a sortable table of trials. Nothing is fetched (no

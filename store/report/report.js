@@ -1,12 +1,27 @@
+/*
+ * The report's drawing: window.tuneReport(D) draws every part of the page
+ * from D, the data document that report_html.c embeds in #tune-data (its
+ * fields are described there). It may be called again with new data at any
+ * time (a live page polling the store does so): each part is redrawn in its
+ * own container, in place, and the event listeners and the tooltip are set
+ * up once, so nothing piles up. The static page calls it once, with the
+ * embedded document. This entry point and D's existing fields are stable:
+ * fields are added, never renamed.
+ */
 (function () {
 'use strict';
-var D = JSON.parse(document.getElementById('tune-data').textContent);
-var T = D.trials, NP = D.params.length;
-var SN = D.statuses.map(function (s) { return s[0]; });
-var SC = D.statuses.map(function (s) { return s[1]; });
-var sign = D.mode === 'min' ? -1 : 1;
-var byId = {};
-T.forEach(function (t) { byId[t[0]] = t; });
+/* The data of the latest tuneReport(D) call, and what is derived from it. */
+var D, T, NP, SN, SC, sign, byId;
+function load(data) {
+  D = data;
+  T = D.trials;
+  NP = D.params.length;
+  SN = D.statuses.map(function (s) { return s[0]; });
+  SC = D.statuses.map(function (s) { return s[1]; });
+  sign = D.mode === 'min' ? -1 : 1;
+  byId = {};
+  T.forEach(function (t) { byId[t[0]] = t; });
+}
 /* A trial row: [id, status, iterations, time_total_s, [params], [metrics], error]. */
 function final(t) { return t[5][0]; }
 function esc(s) {
@@ -323,6 +338,9 @@ function parallel(el) {
   el.setAttribute('data-drawn', String(n));
 }
 /* ---- the table of trials, sorted by the main metric (best first) until a click ---- */
+/* The table's sort (a column header, or null for the main metric) and row limit: kept
+ * across tuneReport() calls, so that a redraw with new data keeps the user's order. */
+var tableState = {col: null, dir: 0, limit: 200}, tableDraw = null;
 function table(el) {
   var cols = [{h: 'trial', v: function (t) { return t[0]; }},
               {h: 'status', v: function (t) { return SN[t[1]]; }},
@@ -336,6 +354,9 @@ function table(el) {
   cols.push({h: 'time_total_s', v: function (t) { return t[3]; }});
   cols.push({h: 'error', v: function (t) { return t[6]; }});
   var order = T.slice(), sortCol = 3 + NP, dir = -sign, last = cols.length - 1;
+  cols.forEach(function (c, i) {
+    if (c.h === tableState.col) { sortCol = i; dir = tableState.dir; }
+  });
   function none(x) {
     return x === null || x === undefined || (typeof x === 'number' && isNaN(x));
   }
@@ -364,10 +385,9 @@ function table(el) {
     return tag('td', {'class': 'n', title: isFinite(v) ? v : undefined}, esc(fmt(v)));
   }
   /* The first 200 rows (current order) until asked for all: big sweeps open fast. */
-  var limit = 200;
   function draw() {
     order.sort(cmp);
-    var rows = order.slice(0, limit).map(function (t) {
+    var rows = order.slice(0, tableState.limit).map(function (t) {
       var cells = cols.map(function (c, i) { return cell(t, c, i); }).join('');
       return tag('tr', {'class': t[0] === D.best ? 'best' : undefined}, cells);
     });
@@ -380,15 +400,17 @@ function table(el) {
     el.setAttribute('data-drawn', String(rows.length));
     el.setAttribute('data-rows', String(order.length));
   }
-  el.addEventListener('click', function (e) {
-    if (e.target.id === 'all') { limit = Infinity; draw(); return; }
+  tableDraw = function (e) {
+    if (e.target.id === 'all') { tableState.limit = Infinity; draw(); return; }
     var th = e.target.closest('th');
     if (!th) return;
     var c = +th.getAttribute('data-col');
     if (c === sortCol) dir = -dir;
     else { sortCol = c; dir = 1; }
+    tableState.col = cols[c].h;
+    tableState.dir = dir;
     draw();
-  });
+  };
   draw();
 }
 /* Each part draws on its own: a failure shows in its place and in data-error (tests). */
@@ -396,6 +418,7 @@ function run(id, f) {
   var el = document.getElementById(id), t0 = performance.now();
   try {
     f(el);
+    el.removeAttribute('data-error');
     el.setAttribute('data-ms', String(Math.round(performance.now() - t0)));
   } catch (e) {
     el.setAttribute('data-error', String(e));
@@ -416,23 +439,46 @@ function tooltips() {
     tip.style.top = (e.clientY + 12) + 'px';
   });
 }
-var logx = false, btn = document.getElementById('logx');
+/* Runs part f in the element id when the page has it (a page may hold only some parts). */
+function part(id, f) {
+  if (document.getElementById(id)) run(id, f);
+}
+var logx = false;
 function drawCurves(el) { curves(el, logx); }
-run('legend', legend);
-run('curves', drawCurves);
-btn.addEventListener('click', function () {
-  logx = !logx;
-  btn.textContent = logx ? 'linear x' : 'log x';
-  run('curves', drawCurves);
-});
-run('scatter', scatter);
-run('parallel', parallel);
-run('table', table);
-tooltips();
-/* For the tests: milliseconds from navigation start to drawn, and to the load event. */
-document.body.setAttribute('data-render-ms', String(Math.round(performance.now())));
-window.addEventListener('load', function () {
-  document.body.setAttribute('data-load-ms', String(Math.round(performance.now())));
-});
-document.body.setAttribute('data-report', 'ready');
+/* The listeners, once per page: they act on the latest data. */
+function listen() {
+  var btn = document.getElementById('logx'), tbl = document.getElementById('table');
+  if (btn)
+    btn.addEventListener('click', function () {
+      logx = !logx;
+      btn.textContent = logx ? 'linear x' : 'log x';
+      part('curves', drawCurves);
+    });
+  if (tbl)
+    tbl.addEventListener('click', function (e) { if (tableDraw) tableDraw(e); });
+  tooltips();
+}
+var draws = 0;
+/* Draws (or redraws) every part of the page from the data document data. */
+function tuneReport(data) {
+  load(data);
+  if (!draws++) listen();
+  part('legend', legend);
+  part('curves', drawCurves);
+  part('scatter', scatter);
+  part('parallel', parallel);
+  part('table', table);
+  document.body.setAttribute('data-draws', String(draws));
+}
+window.tuneReport = tuneReport;
+var embedded = document.getElementById('tune-data');
+if (embedded && embedded.textContent.trim()) {
+  tuneReport(JSON.parse(embedded.textContent));
+  /* For the tests: milliseconds from navigation start to drawn, and to the load event. */
+  document.body.setAttribute('data-render-ms', String(Math.round(performance.now())));
+  window.addEventListener('load', function () {
+    document.body.setAttribute('data-load-ms', String(Math.round(performance.now())));
+  });
+  document.body.setAttribute('data-report', 'ready');
+}
 })();

@@ -15,6 +15,8 @@
 #      log axes must be there, and the page's title must not have been changed
 #      by a stored string. A screenshot must come out. The same for
 #      configs/examples/minimize_loss.json (mode min, quantized log domains).
+#      window.tuneReport(D), the page's one entry point, redraws every part
+#      in place when called again with other data.
 #   3. 1,000 trials of 10 iterations (ASHA, grace 1, reduction factor 4): the
 #      page is at most 5 MB and is drawn and loaded in under 2 s.
 #   4. Errors: usage, no experiment, an unwritable output, a report that cannot
@@ -352,6 +354,49 @@ if [ -n "$chrome" ]; then
     size=$(stat -c %s "$tmp/esc.png" 2>/dev/null || echo 0)
     [ "$size" -gt 20000 ] || fail "the screenshot is $size bytes: nothing drawn?"
     ok "chromium --screenshot gives a $size-byte PNG"
+fi
+
+# window.tuneReport(D) redraws the page in place with new data: a page that
+# calls it with the first 10 trials, then with all of them again, then sorts
+# the table by a click and redraws (the sort is kept, one listener acts, one
+# tooltip element exists). A live page calls it on every poll.
+if [ -n "$chrome" ] && [ -n "$py" ]; then
+    "$py" - "$esc/report.html" "$tmp/redraw.html" <<'EOF' || fail "could not write the redraw page"
+import sys
+page = open(sys.argv[1], encoding="utf-8").read()
+probe = """<script>
+(function () {
+  var D = JSON.parse(document.getElementById('tune-data').textContent);
+  var D2 = JSON.parse(JSON.stringify(D)), keep = {}, r = [];
+  function drawn(id) { return document.getElementById(id).getAttribute('data-drawn'); }
+  D2.trials = D2.trials.slice(0, 10);
+  D2.trials.forEach(function (t) { keep[t[0]] = 1; });
+  D2.curves = D2.curves.filter(function (c) { return keep[c[0]]; });
+  window.tuneReport(D2);
+  r.push('rows10=' + document.getElementById('table').getAttribute('data-rows'));
+  r.push('curves10=' + drawn('curves') + '/' + D2.curves.length);
+  window.tuneReport(D);
+  r.push('rows=' + document.getElementById('table').getAttribute('data-rows') + '/' + D.trials.length);
+  r.push('svgs=' + document.querySelectorAll('#curves svg').length);
+  document.querySelector('#table th[data-col="0"]').click();
+  r.push('click=' + document.querySelector('#table th[data-col="0"]').className);
+  window.tuneReport(D);
+  r.push('kept=' + document.querySelector('#table th[data-col="0"]').className);
+  r.push('tips=' + document.querySelectorAll('#tip').length);
+  r.push('draws=' + document.body.getAttribute('data-draws'));
+  document.body.setAttribute('data-redraw', r.join(' '));
+})();
+</script>
+</body>"""
+assert page.count("</body>") == 1
+open(sys.argv[2], "w", encoding="utf-8").write(page.replace("</body>", probe))
+EOF
+    render --dump-dom "$tmp/redraw.html" >"$tmp/redraw.dom" || fail "chromium --dump-dom (redraw)"
+    got=$(grep -o 'data-redraw="[^"]*"' "$tmp/redraw.dom")
+    want="data-redraw=\"rows10=10 curves10=\([0-9]*\)/\1 rows=\([0-9]*\)/\2 svgs=1 click=asc kept=asc tips=1 draws=4\""
+    echo "$got" | grep -qx "$want" || fail "tuneReport(D) redraw: $got (expected $want)"
+    grep -q 'data-error=' "$tmp/redraw.dom" && fail "a part failed on redraw"
+    ok "tuneReport(D) redraws every part in place: $got"
 fi
 
 # Mode "min", and log domains that are quantized or integer.
