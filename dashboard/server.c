@@ -10,7 +10,10 @@
  *     hold more (response bodies are shared, reference-counted documents);
  *   - timeout_s (default 10 s) without progress closes a connection, so a
  *     client that stops sending (or reading) frees its slot;
- *   - GET and HEAD only (405 with Allow), no request bodies are read.
+ *   - GET and HEAD only (405 with Allow), no request bodies are read;
+ *   - HTTP/1.1 without Host is 400 (libmicrohttpd lets it through).
+ * A request line libmicrohttpd cannot parse at all (binary bytes) gets no
+ * answer: the connection is closed at the timeout.
  * Total memory is then bounded by max_connections * CONN_MEMORY plus the
  * documents (one report page and trials document at a time, each kept
  * while a response still sends it).
@@ -203,12 +206,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                               size_t *upload_data_size, void **req_cls)
 {
     struct tune_dashboard *d = cls;
-    (void)version, (void)upload_data, (void)upload_data_size, (void)req_cls;
+    (void)upload_data, (void)upload_data_size, (void)req_cls;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW, "GET, HEAD",
                          "405 method not allowed: the dashboard is read-only (GET and HEAD)");
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+        return send_text(c, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                         "400 bad request: HTTP/1.1 requires a Host header");
     if (d->loopback) {
-        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
         if (host && !loopback_host(host))
             return send_text(c, MHD_HTTP_FORBIDDEN, NULL, NULL,
                              "403 forbidden: this dashboard answers requests for localhost only");
