@@ -22,16 +22,16 @@
  * since it was built, at least REBUILD_MIN_S after the last build, and at
  * least READ_GAP times that build's duration after it ended. Polls from any
  * number of pages thus cost at most two reads of the store per second, and
- * the reader holds a snapshot at most a quarter of the time. That matters
- * more than the CPU: while a reader holds a snapshot SQLite cannot restart
- * the WAL, so a reader that is always reading (a big sweep's page takes a
- * second to build) lets the WAL grow without bound and makes the
- * controller's checkpoint work again at every commit; measured on 1,000
- * trials x 100 reports polled every 200 ms, the WAL grew to 131 MB and the
- * sweep lost a third of its reports/s. Pages poll every refresh_ms (1 s), so
- * a report shows up within refresh_ms + REBUILD_MIN_S + the build time for
- * sweeps whose page builds in under REBUILD_MIN_S / READ_GAP (a few hundred
- * trials of a hundred reports), later for bigger ones.
+ * the reader holds a snapshot at most a quarter of the time. Both the CPU
+ * and the snapshot matter: while a reader holds one SQLite cannot restart
+ * the WAL, and a big sweep's page takes a second to build. Measured on
+ * 1,000 trials x 100 reports polled every 200 ms (bench/run_dashboard.sh),
+ * rebuilding back to back let the WAL grow to 131 MB and cost the sweep a
+ * third of its reports/s; with the wait, 65 MB and 12-21%. Pages poll
+ * every refresh_ms (1 s), so a report shows up within refresh_ms +
+ * REBUILD_MIN_S + the build time for sweeps whose page builds in under
+ * REBUILD_MIN_S / READ_GAP (a few hundred trials of a hundred reports),
+ * later for bigger ones.
  */
 #include <errno.h>
 #include <inttypes.h>
