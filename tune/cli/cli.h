@@ -21,6 +21,7 @@ int cli_status(int argc, char **argv);
 int cli_best(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_report(int argc, char **argv);
+int cli_dashboard(int argc, char **argv);
 
 /* MPI (cli_mpi.c): whether mpirun/srun started this process as one of several
  * ranks, and the run on every rank (rank 0 calls run(), which frees the study). */

@@ -23,6 +23,7 @@ static const char usage[] =
     "  best DIR                               the best trial as JSON\n"
     "  export DIR --csv FILE [--progress]     write results (or each report) as CSV\n"
     "  report DIR [-o FILE]                   write the HTML report (default DIR/report.html)\n"
+    "  dashboard DIR [--port N] [--host ADDR] serve the report live over HTTP while a sweep runs\n"
     "\n"
     "options: --help, --version (with any command)\n"
     "exit status: 0 success, 1 the run failed or trials errored, 2 usage or config error\n"
@@ -117,6 +118,8 @@ int main(int argc, char **argv)
         return cli_export(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return cli_report(argc - 1, argv + 1);
+    if (strcmp(cmd, "dashboard") == 0)
+        return cli_dashboard(argc - 1, argv + 1);
     fprintf(stderr, "tune: unknown command '%s'\n\n%s", cmd, usage);
     return CLI_USAGE;
 }
