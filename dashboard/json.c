@@ -277,7 +277,7 @@ struct reports_doc {
     int first;
 };
 
-static tune_status report_object(void *ud, const struct tunep_stored_report *rep)
+static tune_status report_object(void *ud, const struct tunep_read_report *rep)
 {
     struct reports_doc *d = ud;
     struct tunep_buf *b = d->out;

@@ -116,7 +116,7 @@ static double column_real(sqlite3_stmt *q, int i)
 }
 
 tune_status tunep_store_reader_trial_reports(struct tunep_store_reader *r, int64_t trial_id,
-                                             tunep_stored_report_cb cb, void *ud, int *ret_found,
+                                             tunep_read_report_cb cb, void *ud, int *ret_found,
                                              tune_error *err)
 {
     tune_status rs = TUNE_OK;
@@ -137,7 +137,7 @@ tune_status tunep_store_reader_trial_reports(struct tunep_store_reader *r, int64
     sqlite3_bind_int64(r->reports, 1, trial_id);
     while ((rc = sqlite3_step(r->reports)) == SQLITE_ROW) {
         const char *metrics = (const char *)sqlite3_column_text(r->reports, 4);
-        struct tunep_stored_report rep = {
+        struct tunep_read_report rep = {
             .attempt = sqlite3_column_int(r->reports, 0),
             .iteration = sqlite3_column_int64(r->reports, 1),
             .time_total_s = column_real(r->reports, 2),

@@ -36,7 +36,7 @@ tune_status tunep_store_reader_data_version(struct tunep_store_reader *r, int64_
                                             tune_error *err);
 
 /* One stored report; everything borrowed for the duration of the callback. */
-struct tunep_stored_report {
+struct tunep_read_report {
     int attempt;
     int64_t iteration;
     double time_total_s, wall_time; /* NaN for a stored NULL */
@@ -45,7 +45,7 @@ struct tunep_stored_report {
      * infinities 1e999 and -1e999). */
     const char *metrics_json;
 };
-typedef tune_status (*tunep_stored_report_cb)(void *ud, const struct tunep_stored_report *rep);
+typedef tune_status (*tunep_read_report_cb)(void *ud, const struct tunep_read_report *rep);
 
 /*
  * Calls cb for every report of trial_id, of every attempt, ordered by attempt
@@ -53,7 +53,7 @@ typedef tune_status (*tunep_stored_report_cb)(void *ud, const struct tunep_store
  * returns it. *ret_found is 1 when the trial exists (even without reports).
  */
 tune_status tunep_store_reader_trial_reports(struct tunep_store_reader *r, int64_t trial_id,
-                                             tunep_stored_report_cb cb, void *ud, int *ret_found,
+                                             tunep_read_report_cb cb, void *ud, int *ret_found,
                                              tune_error *err);
 
 /*

@@ -108,7 +108,7 @@ struct seen {
     char first[128];
 };
 
-static tune_status collect(void *ud, const struct tunep_stored_report *rep)
+static tune_status collect(void *ud, const struct tunep_read_report *rep)
 {
     struct seen *s = ud;
     ck_assert_int_lt(s->n, 8);
