@@ -363,12 +363,15 @@ static tune_status record_host(struct tune_study *s, tune_trial *t, tune_error *
 {
     int remote = s->mpi_size > 1;
     t->host_done = 1;
+    char device[sizeof t->gpu_ids + 8] = "cpu";
+    if (t->n_gpus > 0)
+        snprintf(device, sizeof device, "cuda:%s", t->gpu_ids);
     return tunep_store_trial_host(s->store, t->rec->id, t->rec->attempt,
                                   remote   ? 0
                                   : t->pid ? t->pid
                                            : (int64_t)getpid(),
                                   remote ? NULL : tunep_host_name(),
-                                  remote ? NULL : tunep_host_ip(), err);
+                                  remote ? NULL : tunep_host_ip(), remote ? NULL : device, err);
 }
 
 /* A report in the controller's process: written, committed and answered. */

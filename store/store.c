@@ -30,7 +30,7 @@
  *   trials (trial_id INTEGER PRIMARY KEY, status TEXT, attempt,
  *           training_iteration, time_total_s, start_time, end_time, error,
  *           "config/<name>" ... one column per parameter, pid, hostname,
- *           node_ip)
+ *           node_ip, device)
  *       The current (last) attempt of each trial, and its configuration.
  *       Values keep their SQLite type: REAL, INTEGER, TEXT; a bool is an
  *       INTEGER 0/1 (params.type, or the type column, says "bool").
@@ -41,8 +41,9 @@
  *       Every report of every attempt; failed, retried, resumed and
  *       PBT-exploited attempts all stay (nothing deletes a report).
  *
- * The three reports columns after metrics and trials' pid, hostname and
- * node_ip (the process that ran the current attempt) were added within
+ * The three reports columns after metrics and trials' pid, hostname,
+ * node_ip and device (the process that ran the current attempt, and its GPUs
+ * "cuda:0,1" or "cpu") were added within
  * version 1, as origin was: a writable open adds them to an older file
  * (ALTER TABLE ... ADD COLUMN), a read-only one reads them as NULL, and older
  * code ignores them.
@@ -194,7 +195,7 @@ static const char *const stmt_sql[S_TRIAL_INSERT] = {
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [S_TRIAL_RESUME] = "UPDATE trials SET status = 'RUNNING', end_time = NULL"
                        " WHERE trial_id = ?1 AND attempt = ?2",
-    [S_TRIAL_HOST] = "UPDATE trials SET pid = ?3, hostname = ?4, node_ip = ?5"
+    [S_TRIAL_HOST] = "UPDATE trials SET pid = ?3, hostname = ?4, node_ip = ?5, device = ?6"
                      " WHERE trial_id = ?1 AND attempt = ?2",
 };
 
@@ -447,6 +448,7 @@ static const char *const added_columns[][2] = {
     {"trials", "pid INTEGER"},
     {"trials", "hostname TEXT"},
     {"trials", "node_ip TEXT"},
+    {"trials", "device TEXT"},
 };
 
 /*
@@ -769,7 +771,8 @@ static tune_status create_trials(struct tunep_store *st, const struct store_para
                        "    error TEXT,\n"
                        "    pid INTEGER,\n"
                        "    hostname TEXT,\n"
-                       "    node_ip TEXT");
+                       "    node_ip TEXT,\n"
+                       "    device TEXT");
     for (size_t i = 0; i < n; i++) {
         tunep_buf_puts(&b, ",\n    ");
         put_ident(&b, p[i].column);
@@ -1436,7 +1439,7 @@ tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int att
 
 tune_status tunep_store_trial_host(struct tunep_store *st, int64_t trial_id, int attempt,
                                    int64_t pid, const char *hostname, const char *node_ip,
-                                   tune_error *err)
+                                   const char *device, tune_error *err)
 {
     tune_status rs = check_writable(st, err);
     if (rs)
@@ -1458,6 +1461,10 @@ tune_status tunep_store_trial_host(struct tunep_store *st, int64_t trial_id, int
         sqlite3_bind_text(s, 5, node_ip, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(s, 5);
+    if (device)
+        sqlite3_bind_text(s, 6, device, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, 6);
     if (run_stmt(s) != SQLITE_DONE)
         return db_fail(st, err, "record where trial %lld runs", (long long)trial_id);
     return TUNE_OK;

@@ -87,12 +87,13 @@ tune_status tunep_store_report(struct tunep_store *st, int64_t trial_id, int att
                                int64_t iteration, double time_total_s, double wall_time, size_t n,
                                const char *const *names, const double *values, tune_error *err);
 /*
- * Where the current attempt runs: the process id (0: unknown), host name and
- * IP address (NULL: unknown). In the open transaction.
+ * Where the current attempt runs: the process id (0: unknown), host name, IP
+ * address and device ("cuda:0,1": the GPUs placement gave it; "cpu": none)
+ * (NULL: unknown). In the open transaction.
  */
 tune_status tunep_store_trial_host(struct tunep_store *st, int64_t trial_id, int attempt,
                                    int64_t pid, const char *hostname, const char *node_ip,
-                                   tune_error *err);
+                                   const char *device, tune_error *err);
 /* Makes everything written so far durable. Cheap when nothing is pending. */
 tune_status tunep_store_commit(struct tunep_store *st, tune_error *err);
 

@@ -1143,7 +1143,7 @@ START_TEST(test_report_times)
     double x = 1.0;
     set5(v, 0.5, 16, "adam", 0, mix_values[0]);
     OK(tunep_store_trial_start(st, 0, 1, &space5, v, 100.0, E));
-    OK(tunep_store_trial_host(st, 0, 1, 4242, "node-a", "10.0.0.7", E));
+    OK(tunep_store_trial_host(st, 0, 1, 4242, "node-a", "10.0.0.7", "cuda:1", E));
     struct tunep_report_times rt = {1, 2.5, 2.5, 2.5, 1, 102.5};
     OK(tunep_store_report_row(st, 0, 1, &rt, 1, n, &x, E));
     x = 0.5;
@@ -1152,7 +1152,7 @@ START_TEST(test_report_times)
     OK(tunep_store_trial_end(st, 0, 1, TUNE_TRIAL_PENDING, 2, 4.25, 104.25, NULL, E));
     /* attempt 2 restored the checkpoint of iteration 2: its time goes on from 4.0 */
     OK(tunep_store_trial_start(st, 0, 2, &space5, NULL, 200.0, E));
-    OK(tunep_store_trial_host(st, 0, 2, 4343, "node-b", NULL, E));
+    OK(tunep_store_trial_host(st, 0, 2, 4343, "node-b", NULL, NULL, E));
     x = 0.25;
     rt = (struct tunep_report_times){3, 5.0, 1.0, 1.0, 1, 201.0};
     OK(tunep_store_report_row(st, 0, 2, &rt, 1, n, &x, E));
@@ -1236,7 +1236,7 @@ START_TEST(test_older_file)
 
     /* a writer adds the columns and records into them */
     OK(tunep_store_open(db_path, 0, &st, E));
-    OK(tunep_store_trial_host(st, 0, 1, 77, "h", "127.0.0.1", E));
+    OK(tunep_store_trial_host(st, 0, 1, 77, "h", "127.0.0.1", "cpu", E));
     struct tunep_report_times rt = {2, 1.0, 0.5, 1.0, 2, 4.0};
     x = 0.5;
     OK(tunep_store_report_row(st, 0, 1, &rt, 1, n, &x, E));

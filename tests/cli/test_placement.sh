@@ -78,6 +78,14 @@ all=$(overlap "$log"); d0=$(overlap "$log" 0); d1=$(overlap "$log" 1)
 [ "$all" -eq 4 ] && ok "four at once" || fail "$all at once, expected 4"
 [ "$d0" -le 2 ] && [ "$d1" -le 2 ] && ok "at most two per GPU ($d0, $d1)" ||
     fail "$d0 on GPU 0 and $d1 on GPU 1 at once"
+# The store records each trial's device: the GPU its program saw.
+stored_devices() { # storage -> "id device" lines
+    sqlite3 "$1/experiment.db" "SELECT trial_id, device FROM trials ORDER BY trial_id" | tr '|' ' '
+}
+want=$(awk '{ print $1, "cuda:" $2 }' "$log" | sort -n)
+got=$(stored_devices "$tmp/half" | sort -n)
+[ -n "$got" ] && [ "$got" = "$want" ] && ok "the store's device column matches each program's GPU" ||
+    fail "stored devices: $got; the programs saw: $want"
 
 # ---- (b) a whole GPU each ------------------------------------------------------
 config whole '{"gpu": 1}' ''
@@ -93,6 +101,8 @@ expect_rc 0 "gpu 2 on the config's gpus [3, 5]" "$TUNE" run "$tmp/two.json" --st
 log="$tmp/two.log"
 bad=$(awk '$2 != "3,5"' "$log")
 [ -s "$log" ] && [ -z "$bad" ] && ok "each program sees CUDA_VISIBLE_DEVICES=3,5" || fail "devices: $bad"
+got=$(stored_devices "$tmp/two" | awk '{ print $2 }' | sort -u)
+[ "$got" = "cuda:3,5" ] && ok "the store records both GPUs" || fail "stored devices: $got"
 [ "$(overlap "$log")" -eq 1 ] && ok "one at once" || fail "$(overlap "$log") at once"
 [ "$(cat "$tmp/two/trials/trial_000000/threads")" = "3 3 3" ] &&
     ok "cpu 3: OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS" ||
