@@ -33,9 +33,8 @@ struct tunep_dash_views;
 
 /*
  * Opens the experiment in dir as a reader: its store (read-only) for the
- * report and the trials, a second connection for changes and one trial's
- * reports, and a private folder for building the page. refresh_ms: the
- * page's poll interval.
+ * report and the trials, and a second connection for changes and one
+ * trial's reports. refresh_ms: the page's poll interval.
  */
 tune_status tunep_dash_views_open(const char *dir, int refresh_ms, struct tunep_dash_views **ret,
                                   tune_error *err);

@@ -11,11 +11,8 @@
  * they always agree, and carry one entity tag: a poll of an unchanged store
  * is answered 304 with no body.
  *
- * The report is written only to files (through the atomic writer), so the
- * page is built into a private folder, on a memory file system where there
- * is one (/dev/shm: its fsync costs nothing and the controller's disk sees
- * no writes), read back and removed: for 1,000 trials about 2 ms on top of
- * the report itself.
+ * The page is built in memory (tunep_report_html_build) and never touches
+ * the disk.
  *
  * Rebuilding: each request first asks the store's data_version (a read of
  * the WAL index, no query); a document is rebuilt when the store changed
@@ -33,16 +30,12 @@
  * REBUILD_MIN_S / READ_GAP (a few hundred trials of a hundred reports),
  * later for bigger ones.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "base/file_io.h"
 #include "dashboard/dashboard.h"
 #include "store/report_html.h"
 #include "store/store.h"
@@ -61,9 +54,7 @@ struct cached {
 };
 
 struct tunep_dash_views {
-    char *dir;       /* the experiment folder */
-    char *tmp_dir;   /* the private folder the page is built in */
-    char *page_path; /* <tmp_dir>/report.html */
+    char *dir; /* the experiment folder */
     int refresh_ms;
     struct tunep_store *st;
     struct tunep_store_reader *rd;
@@ -124,23 +115,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A fresh private folder (mode 0700) on /dev/shm when it is usable, else in $TMPDIR or /tmp. */
-static char *private_folder(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    const char *bases[] = {"/dev/shm", tmp && *tmp ? tmp : "/tmp", "/tmp"};
-    for (size_t i = 0; i < sizeof bases / sizeof *bases; i++) {
-        struct stat sb;
-        if (stat(bases[i], &sb) != 0 || !S_ISDIR(sb.st_mode) || access(bases[i], W_OK | X_OK))
-            continue;
-        char *dir = tunep_asprintf("%s/tune-dashboard-XXXXXX", bases[i]);
-        if (dir && mkdtemp(dir))
-            return dir;
-        tunep_free(dir);
-    }
-    return NULL;
-}
-
 void tunep_dash_views_close(struct tunep_dash_views *v)
 {
     if (!v)
@@ -152,12 +126,6 @@ void tunep_dash_views_close(struct tunep_dash_views *v)
     tunep_dash_blob_unref(v->summary);
     tunep_dash_blob_unref(v->trials_doc);
     tunep_free(v->spans);
-    if (v->page_path)
-        unlink(v->page_path);
-    if (v->tmp_dir)
-        rmdir(v->tmp_dir);
-    tunep_free(v->page_path);
-    tunep_free(v->tmp_dir);
     tunep_free(v->dir);
     tunep_free(v);
 }
@@ -179,17 +147,6 @@ tune_status tunep_dash_views_open(const char *dir, int refresh_ms, struct tunep_
     if ((rs = tunep_store_open_experiment(dir, 1, &v->st, NULL, err)) ||
         (rs = tunep_store_reader_open(db, &v->rd, err)))
         goto fail;
-    if (!(v->tmp_dir = private_folder())) {
-        rs = tunep_error_set(err, TUNE_EIO,
-                             "dashboard: cannot make a private folder in /dev/shm, $TMPDIR or "
-                             "/tmp: %s",
-                             strerror(errno));
-        goto fail;
-    }
-    if (!(v->page_path = tunep_asprintf("%s/report.html", v->tmp_dir))) {
-        rs = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-        goto fail;
-    }
     tunep_free(db);
     *ret = v;
     return TUNE_OK;
@@ -255,10 +212,7 @@ static tune_status build_report(struct tunep_dash_views *v, tune_error *err)
     size_t len = 0;
     struct tunep_buf b;
     tunep_buf_init(&b);
-    tune_status rs = tunep_report_html(v->st, v->dir, v->page_path, err);
-    if (!rs)
-        rs = tunep_read_file(v->page_path, 0, &page, &len, err);
-    unlink(v->page_path);
+    tune_status rs = tunep_report_html_build(v->st, v->dir, &page, &len, err);
     if (rs)
         return rs;
     size_t data_len = 0, summary_len = 0;

@@ -808,11 +808,10 @@ static tune_status read_config(struct report *r, struct tunep_store *st,
     return TUNE_OK;
 }
 
-tune_status tunep_report_html(struct tunep_store *st, const char *dir, const char *path,
-                              tune_error *err)
+/* The page into out (initialised by the caller); path names the page in errors. */
+static tune_status build_page(struct tunep_store *st, const char *dir, const char *path,
+                              struct tunep_buf *out, tune_error *err)
 {
-    if (!st || !dir || !path)
-        return tunep_error_set(err, TUNE_EINVAL, "report: missing argument");
     struct tunep_store_experiment_row exp = {0};
     struct report r = {.path = path,
                        .err = err,
@@ -823,12 +822,11 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
                        .curve_trial = -1,
                        .ser_trial = -1,
                        .ser_first = 1};
-    struct tunep_buf sched, search, out;
+    struct tunep_buf sched, search;
     tunep_buf_init(&r.json);
     tunep_buf_init(&r.best_html);
     tunep_buf_init(&sched);
     tunep_buf_init(&search);
-    tunep_buf_init(&out);
     tune_status rs = tunep_store_read_begin(st, err);
     if (rs)
         return rs;
@@ -895,17 +893,9 @@ tune_status tunep_report_html(struct tunep_store *st, const char *dir, const cha
         goto out;
     tunep_buf_puts(j, "}");
 
-    page(&out, &r, &exp, dir, &sched, &search);
-    if (out.oom || j->oom || r.best_html.oom || sched.oom || search.oom) {
+    page(out, &r, &exp, dir, &sched, &search);
+    if (out->oom || j->oom || r.best_html.oom || sched.oom || search.oom)
         rs = tunep_error_set_at(err, TUNE_ENOMEM, path, 0, 0, "out of memory");
-        goto out;
-    }
-    /* Only a regular file or "-", and never the store's own files. */
-    struct tunep_atomic_file f;
-    if (!(rs = tunep_store_output_open(st, &f, path, err)) &&
-        !(rs = tunep_atomic_write(&f, out.data, out.len, err)))
-        rs = tunep_atomic_commit(&f, err);
-    tunep_atomic_abort(&f);
 out:
     /* The passes' callbacks return TUNE_ENOMEM without a message. */
     if (rs == TUNE_ENOMEM)
@@ -926,6 +916,42 @@ out:
     tunep_buf_done(&r.best_html);
     tunep_buf_done(&sched);
     tunep_buf_done(&search);
+    return rs;
+}
+
+tune_status tunep_report_html_build(struct tunep_store *st, const char *dir, char **ret_page,
+                                    size_t *ret_len, tune_error *err)
+{
+    if (!st || !dir || !ret_page || !ret_len)
+        return tunep_error_set(err, TUNE_EINVAL, "report: missing argument");
+    struct tunep_buf out;
+    tunep_buf_init(&out);
+    tune_status rs = build_page(st, dir, dir, &out, err);
+    if (rs) {
+        tunep_buf_done(&out);
+        return rs;
+    }
+    *ret_len = out.len;
+    *ret_page = tunep_buf_take(&out);
+    return *ret_page ? TUNE_OK : tunep_error_set(err, TUNE_ENOMEM, "report: out of memory");
+}
+
+tune_status tunep_report_html(struct tunep_store *st, const char *dir, const char *path,
+                              tune_error *err)
+{
+    if (!st || !dir || !path)
+        return tunep_error_set(err, TUNE_EINVAL, "report: missing argument");
+    struct tunep_buf out;
+    tunep_buf_init(&out);
+    tune_status rs = build_page(st, dir, path, &out, err);
+    if (!rs) {
+        /* Only a regular file or "-", and never the store's own files. */
+        struct tunep_atomic_file f;
+        if (!(rs = tunep_store_output_open(st, &f, path, err)) &&
+            !(rs = tunep_atomic_write(&f, out.data, out.len, err)))
+            rs = tunep_atomic_commit(&f, err);
+        tunep_atomic_abort(&f);
+    }
     tunep_buf_done(&out);
     return rs;
 }

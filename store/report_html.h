@@ -14,5 +14,12 @@
  */
 tune_status tunep_report_html(struct tunep_store *st, const char *dir, const char *path,
                               tune_error *err);
+/*
+ * The same page in memory: *ret_page (NUL-terminated, *ret_len bytes; free
+ * with tunep_free) on TUNE_OK. Errors as tunep_report_html() but for files,
+ * named after dir.
+ */
+tune_status tunep_report_html_build(struct tunep_store *st, const char *dir, char **ret_page,
+                                    size_t *ret_len, tune_error *err);
 
 #endif /* TUNE_REPORT_HTML_H */
