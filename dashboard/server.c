@@ -242,6 +242,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 }
 
 /* libmicrohttpd's own messages (a client that broke off, a refused connection). */
+static void mhd_log(void *cls, const char *fmt, va_list ap) TUNEP_PRINTF(2, 0);
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char text[512];

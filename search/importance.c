@@ -119,7 +119,7 @@ static int split_ordered(struct grow *g, const size_t *idx, size_t m, size_t f, 
     }
     qsort(s, m, sizeof *s, cmp_keyed);
     size_t min_leaf = (size_t)g->c->min_samples_leaf;
-    double left = 0, best = -INFINITY;
+    double left = 0, best = -(double)INFINITY;
     int found = 0;
     for (size_t k = 0; k + 1 < m; k++) {
         left += D->y[s[k].row];
@@ -171,7 +171,7 @@ static int split_categorical(struct grow *g, const size_t *idx, size_t m, size_t
         present[b] = c;
     }
     size_t min_leaf = (size_t)g->c->min_samples_leaf, nl = 0;
-    double left = 0, best = -INFINITY;
+    double left = 0, best = -(double)INFINITY;
     uint64_t set = 0, present_mask = 0;
     int found = 0;
     for (int a = 0; a < n_present; a++)
@@ -204,7 +204,7 @@ static int grow_node(struct grow *g, size_t *idx, size_t m, int depth)
     int id = new_node(g);
     if (id < 0)
         return -1;
-    double total = 0, lo = INFINITY, hi = -INFINITY;
+    double total = 0, lo = (double)INFINITY, hi = -(double)INFINITY;
     for (size_t r = 0; r < m; r++) {
         double y = D->y[idx[r]];
         total += y;
@@ -451,7 +451,8 @@ static int tree_boxes(const struct tree *t, const struct data *D, struct boxes *
             continue;
         }
         size_t n = b->n_cuts[f], u = 0;
-        qsort(b->cuts[f], n, sizeof *b->cuts[f], cmp_double);
+        if (n > 1)
+            qsort(b->cuts[f], n, sizeof *b->cuts[f], cmp_double);
         for (size_t i = 0; i < n; i++)
             if (u == 0 || b->cuts[f][i] != b->cuts[f][u - 1])
                 b->cuts[f][u++] = b->cuts[f][i];

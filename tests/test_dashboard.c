@@ -149,11 +149,14 @@ START_TEST(test_reader)
     ck_assert_int_eq(found, 0);
     ck_assert_int_eq(s.n, 0);
 
-    tune_error err;
-    ck_assert_int_eq(tunep_store_reader_open("/nonexistent/experiment.db", &rd, &err),
-                     TUNE_ENOTFOUND);
-    ck_assert_str_eq(err.source, "/nonexistent/experiment.db");
     tunep_store_reader_close(rd);
+
+    tune_error err;
+    struct tunep_store_reader *none = NULL;
+    ck_assert_int_eq(tunep_store_reader_open("/nonexistent/experiment.db", &none, &err),
+                     TUNE_ENOTFOUND);
+    ck_assert_ptr_null(none);
+    ck_assert_str_eq(err.source, "/nonexistent/experiment.db");
 }
 END_TEST
 

@@ -240,7 +240,7 @@ START_TEST(test_seed_and_edge_cases)
     struct tunep_value v2[121 * 3];
     memcpy(y2, y, sizeof y);
     memcpy(v2, v, 120 * 3 * sizeof *v);
-    y2[120] = NAN;
+    y2[120] = (double)NAN;
     v2[360] = v2[361] = v2[362] = v[0];
     c.seed = 5;
     OK(tunep_importance_fanova(sp, v, y, 120, &c, &a, &err));
@@ -262,7 +262,7 @@ START_TEST(test_seed_and_edge_cases)
     y[0] = 1.0;
     ck_assert_int_eq(tunep_importance_fanova(sp, v, y, 1, &c, &a, &err), TUNE_EINVAL);
     ck_assert_msg(strstr(err.text, "at least 2 observations") != NULL, "%s", err.text);
-    y[1] = INFINITY;
+    y[1] = (double)INFINITY;
     ck_assert_int_eq(tunep_importance_fanova(sp, v, y, 2, &c, &a, &err), TUNE_EINVAL);
     c.n_trees = 0;
     ck_assert_int_eq(tunep_importance_fanova(sp, v, y, 120, &c, &a, &err), TUNE_EINVAL);
