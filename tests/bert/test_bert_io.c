@@ -1026,6 +1026,183 @@ START_TEST(test_hf_variants)
 }
 END_TEST
 
+/* ---- a BertModel folder as sentence-transformers publishes one -------------- */
+
+struct raw_tensor {
+    char name[128];
+    const char *dtype;
+    int ndim;
+    int64_t shape[2];
+    void *data;
+    size_t bytes;
+};
+
+static int raw_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct raw_tensor *)a)->name, ((const struct raw_tensor *)b)->name);
+}
+
+/*
+ * Writes into dir the layout of all-MiniLM-L6-v2's folder at the fixture's
+ * size: config.json of a "BertModel" with no labels and the extra keys such
+ * configs carry; model.safetensors with the fixture's weights as F32 under
+ * BertModel names (no "bert." prefix), the pooler, no classifier and no
+ * pretraining heads, an I64 embeddings.position_ids buffer [1, P], the
+ * "format": "pt" metadata and the tensors in name order (as the safetensors
+ * library writes them); vocab.txt.
+ */
+static void write_base_model_folder(const char *dir)
+{
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    char path[4200];
+    static const char config[] =
+        "{\n  \"_name_or_path\": \"nreimers/MiniLM-L6-H384-uncased\",\n"
+        "  \"architectures\": [\n    \"BertModel\"\n  ],\n"
+        "  \"attention_probs_dropout_prob\": 0.1,\n  \"gradient_checkpointing\": false,\n"
+        "  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n  \"hidden_size\": 32,\n"
+        "  \"initializer_range\": 0.02,\n  \"intermediate_size\": 64,\n"
+        "  \"layer_norm_eps\": 1e-12,\n  \"max_position_embeddings\": 16,\n"
+        "  \"model_type\": \"bert\",\n  \"num_attention_heads\": 2,\n"
+        "  \"num_hidden_layers\": 2,\n  \"pad_token_id\": 0,\n"
+        "  \"position_embedding_type\": \"absolute\",\n  \"transformers_version\": \"4.8.2\",\n"
+        "  \"type_vocab_size\": 2,\n  \"use_cache\": true,\n  \"vocab_size\": 50\n}\n";
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    write_file(path, config, strlen(config));
+    size_t n;
+    char *src = fixture("vocab.txt");
+    unsigned char *vocab = slurp(src, &n);
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    write_file(path, vocab, n);
+    free(vocab);
+    free(src);
+
+    src = fixture("model.safetensors");
+    tunep_st_file *f;
+    ck_assert_int_eq(tunep_st_open(src, &f, NULL), TUNE_OK);
+    struct raw_tensor ts[64];
+    int nt = 0;
+    for (size_t i = 0; i < tunep_st_count(f); i++) {
+        const struct tunep_st_tensor *t = tunep_st_at(f, i);
+        const char *name = strncmp(t->name, "bert.", 5) == 0 ? t->name + 5 : t->name;
+        if (t->dtype == TUNEP_ST_I64 || strncmp(name, "cls.", 4) == 0 ||
+            strncmp(name, "classifier.", 11) == 0)
+            continue;
+        ck_assert_int_lt(nt, 63);
+        struct raw_tensor *r = &ts[nt++];
+        snprintf(r->name, sizeof r->name, "%s", name);
+        r->dtype = "F32";
+        r->ndim = t->ndim;
+        r->shape[0] = t->shape[0];
+        r->shape[1] = t->ndim > 1 ? t->shape[1] : 0;
+        r->bytes = t->count * sizeof(float);
+        r->data = malloc(r->bytes);
+        ck_assert_int_eq(tunep_st_read_f32(f, t, r->data, t->count, NULL), TUNE_OK);
+    }
+    tunep_st_close(f);
+    free(src);
+    struct raw_tensor *pos = &ts[nt++];
+    snprintf(pos->name, sizeof pos->name, "embeddings.position_ids");
+    pos->dtype = "I64";
+    pos->ndim = 2;
+    pos->shape[0] = 1;
+    pos->shape[1] = 16;
+    pos->bytes = 16 * sizeof(int64_t);
+    int64_t *ids = malloc(pos->bytes);
+    for (int i = 0; i < 16; i++)
+        ids[i] = i;
+    pos->data = ids;
+    qsort(ts, (size_t)nt, sizeof *ts, raw_cmp);
+
+    json_t *header = json_object();
+    json_object_set_new(header, "__metadata__", json_pack("{s:s}", "format", "pt"));
+    size_t offset = 0;
+    for (int i = 0; i < nt; i++) {
+        json_t *shape = json_array();
+        for (int d = 0; d < ts[i].ndim; d++)
+            json_array_append_new(shape, json_integer(ts[i].shape[d]));
+        json_object_set_new(header, ts[i].name,
+                            json_pack("{s:s,s:o,s:[I,I]}", "dtype", ts[i].dtype, "shape", shape,
+                                      "data_offsets", (json_int_t)offset,
+                                      (json_int_t)(offset + ts[i].bytes)));
+        offset += ts[i].bytes;
+    }
+    char *text = json_dumps(header, JSON_COMPACT);
+    json_decref(header);
+    size_t hlen = strlen(text), padded = (hlen + 7) / 8 * 8;
+    unsigned char *file = malloc(8 + padded + offset);
+    for (int i = 0; i < 8; i++)
+        file[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    memcpy(file + 8, text, hlen);
+    memset(file + 8 + hlen, ' ', padded - hlen);
+    unsigned char *at = file + 8 + padded;
+    for (int i = 0; i < nt; i++) {
+        memcpy(at, ts[i].data, ts[i].bytes);
+        at += ts[i].bytes;
+        free(ts[i].data);
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    write_file(path, file, 8 + padded + offset);
+    free(file);
+    free(text);
+}
+
+START_TEST(test_hf_base_model_folder)
+{
+    /* all-MiniLM-L6-v2's layout (BertModel names, a pooler, an I64
+     * position_ids buffer, no labels in config.json): the shapes come from
+     * config.json with 2 labels, every weight but the classifier is the
+     * checkpoint's, the buffer is skipped and the missing classifier logged */
+    const char *dir = tpath("base_model");
+    write_base_model_folder(dir);
+    struct tunep_bert_config cfg;
+    tune_error err = {0};
+    ck_assert_msg(tunep_bert_hf_config_load(dir, &cfg, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_int_eq(cfg.L, 2);
+    ck_assert_int_eq(cfg.C, 32);
+    ck_assert_int_eq(cfg.NH, 2);
+    ck_assert_int_eq(cfg.I, 64);
+    ck_assert_int_eq(cfg.P, 16);
+    ck_assert_int_eq(cfg.V, 50);
+    ck_assert_int_eq(cfg.TV, 2);
+    ck_assert_int_eq(cfg.K, 2); /* BertConfig's default without labels */
+    ck_assert(cfg.hidden_dropout == 0.1 && cfg.attn_dropout == 0.1 && cfg.ln_eps == 1e-12);
+
+    struct tunep_backend *be = backend();
+    struct tunep_bert *m = model_new(&cfg, be, 5), *init = model_new(&cfg, be, 5);
+    char *fx = fixture(NULL);
+    struct tunep_bert_config ref_cfg;
+    ck_assert_int_eq(tunep_bert_hf_config_load(fx, &ref_cfg, &err), TUNE_OK);
+    struct tunep_bert *ref = model_new(&ref_cfg, be, 5);
+    ck_assert_int_eq(tunep_bert_load_hf(ref, fx, 0, &err), TUNE_OK);
+
+    logbuf[0] = '\0';
+    tune_set_log_callback(log_fn, TUNE_LOG_DEBUG, NULL);
+    ck_assert_msg(tunep_bert_load_hf(m, dir, 2, &err) == TUNE_OK, "%s", err.text);
+    tune_set_log_callback(NULL, TUNE_LOG_ERROR, NULL);
+    char want[9000];
+    snprintf(want, sizeof want,
+             "%s/model.safetensors: no classifier tensors: the classifier keeps its random "
+             "initialisation\n"
+             "%s/model.safetensors: ignored 1 tensors that are not model weights\n",
+             dir, dir);
+    ck_assert_str_eq(logbuf, want);
+    /* the pooler and everything else as in the fixture, the classifier as initialised */
+    ck_assert_int_eq(tensors_differ(m, ref, TUNEP_BERT_ARENA_PARAMS, BERT_P_CLS_W, BERT_P_CLS_B),
+                     0);
+    ck_assert_int_eq(tensors_count_diff(m, init, TUNEP_BERT_ARENA_PARAMS), 41 - 2);
+    float a[2 * 32], b[2 * 32];
+    ck_assert_int_eq(tunep_bert_param_get(m, BERT_P_CLS_W, 0, a, 2 * 32, NULL), TUNE_OK);
+    ck_assert_int_eq(tunep_bert_param_get(init, BERT_P_CLS_W, 0, b, 2 * 32, NULL), TUNE_OK);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+
+    tunep_bert_free(ref);
+    tunep_bert_free(init);
+    tunep_bert_free(m);
+    tunep_cpu_backend_free(be);
+    free(fx);
+}
+END_TEST
+
 /* ---- trainer state ------------------------------------------------------------ */
 
 START_TEST(test_state_roundtrip)
@@ -1241,6 +1418,7 @@ static Suite *bert_io_suite(void)
     tcase_add_test(tc, test_hf_config);
     tcase_add_test(tc, test_hf_logits);
     tcase_add_test(tc, test_hf_variants);
+    tcase_add_test(tc, test_hf_base_model_folder);
     tcase_add_test(tc, test_state_roundtrip);
     tcase_add_test(tc, test_state_errors);
     tcase_add_test(tc, test_chaos);

@@ -32,10 +32,16 @@ expect_rc 2 "unknown command" "$TUNE" frobnicate
 
 # --- validate every shipped example -------------------------------------------
 # Paths in configs are relative to the current folder: the BERT ones need ./data
-# (scripts/setup links it), so they are validated from the source root.
+# (scripts/setup links it), so they are validated from the source root; one
+# that fine-tunes a checkpoint under checkpoints/ needs scripts/get-model's folder.
 for f in "$SRC"/configs/examples/*.json; do
     if grep -q '"type": "bert"' "$f" && [ ! -e "$SRC/data/sst2" ]; then
         echo "skip: validate $(basename "$f") (no data/ in the source tree)"
+        continue
+    fi
+    ckpt=$(sed -n 's/.*"checkpoint": "\(checkpoints\/[^"]*\)".*/\1/p' "$f")
+    if [ -n "$ckpt" ] && [ ! -d "$SRC/$ckpt" ]; then
+        echo "skip: validate $(basename "$f") (no $ckpt: scripts/get-model installs it)"
         continue
     fi
     (cd "$SRC" && expect_rc 0 "validate $(basename "$f")" "$TUNE" validate "$f") || fails=$((fails + 1))
