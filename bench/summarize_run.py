@@ -296,6 +296,8 @@ def main():
       f"{info.get('ray_python', '?')} (venv)")
     for s in a.skipped:
         p(f"- skipped: {s}")
+    p("- not part of this run: the pretrained MiniLM fine-tuned by tune and by transformers "
+      "(`bench/hf_reference.py`), in [RESULTS-pretrained.md](RESULTS-pretrained.md)")
     p("\n## Summary\n")
     p("Ratio = the peer's cost ÷ tune's (how many times less tune spends).\n")
     p("| comparison | tune | peer | ratio | goal |")
