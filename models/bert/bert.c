@@ -245,7 +245,8 @@ tune_status tunep_bert_init_weights(struct tunep_bert *m, uint64_t seed, tune_er
                                       ? (real)0
                                       : (real)(0.02 * trunc_normal(seed, id, (int)l, i));
             }
-            TRY(m->be->upload(m->be->ctx, m->params_mem + lay->param_offset[id] + l * n,
+            TRY(m->be->upload(m->be->ctx,
+                              m->params_mem + lay->param_offset[id] + l * lay->param_stride[id],
                               m->host_real, n * sizeof(real), err));
         }
     }
@@ -335,6 +336,9 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
     const size_t BTC = (size_t)BT * (size_t)C, BTI = (size_t)BT * (size_t)I;
     const size_t BT_ = (size_t)BT, NTT = (size_t)B * (size_t)NH * (size_t)T * (size_t)T;
     const double eps = m->cfg.ln_eps;
+    /* Layer strides of the fused query/key/value weight and bias (BERT_STACKS). */
+    const size_t qkv_w = m->max_layout.param_stride[BERT_P_Q_W];
+    const size_t qkv_b = m->max_layout.param_stride[BERT_P_Q_B];
     const double ph = train ? m->cfg.hidden_dropout : 0.0;
     const double pa = train ? m->cfg.attn_dropout : 0.0;
     const size_t nmax = (size_t)m->B_max * (size_t)m->T_max;
@@ -356,7 +360,7 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
     for (int l = 0; l < L; l++) {
         const size_t lc = (size_t)l * (size_t)C, lcc = lc * (size_t)C;
         const size_t li = (size_t)l * (size_t)I, lci = li * (size_t)C;
-        real *l_q = a->q + l * BTC, *l_k = a->k + l * BTC, *l_v = a->v + l * BTC;
+        real *l_qkv = a->qkv + 3 * l * BTC;
         real *l_att = a->att + l * NTT, *l_att_drop = a->att_drop + l * NTT;
         real *l_ctx = a->att_ctx + l * BTC, *l_proj = a->att_proj + l * BTC;
         real *l_res = a->att_res + l * BTC, *l_ln1 = a->att_ln + l * BTC;
@@ -366,11 +370,10 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
         real *l_mean2 = a->out_mean + l * BT_, *l_rstd2 = a->out_rstd + l * BT_;
         real *l_out = a->out_ln + l * BTC;
 
-        KERNEL(m, err, matmul_fwd, l_q, x, p->q_w + lcc, p->q_b + lc, BT, C, C);
-        KERNEL(m, err, matmul_fwd, l_k, x, p->k_w + lcc, p->k_b + lc, BT, C, C);
-        KERNEL(m, err, matmul_fwd, l_v, x, p->v_w + lcc, p->v_b + lc, BT, C, C);
-        KERNEL(m, err, attention_fwd, l_ctx, l_att, l_att_drop, l_q, l_k, l_v, mask, B, T, C, NH,
-               pa, dropout_seed, drop_stream(BERT_A_ATT_DROP, l));
+        /* one GEMM for the query, key and value rows of l_qkv */
+        KERNEL(m, err, matmul_fwd, l_qkv, x, p->q_w + l * qkv_w, p->q_b + l * qkv_b, BT, C, 3 * C);
+        KERNEL(m, err, attention_fwd, l_ctx, l_att, l_att_drop, l_qkv, l_qkv + C, l_qkv + 2 * C,
+               mask, B, T, C, NH, 3 * C, pa, dropout_seed, drop_stream(BERT_A_ATT_DROP, l));
         KERNEL(m, err, matmul_fwd, l_proj, l_ctx, p->att_o_w + lcc, p->att_o_b + lc, BT, C, C);
         KERNEL(m, err, dropout_fwd, l_res, l_proj, x, BTC, ph, dropout_seed,
                drop_stream(BERT_A_ATT_RES, l));
@@ -473,6 +476,8 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
     const size_t nmax = (size_t)m->B_max * (size_t)m->T_max;
     const int32_t *ids = m->inputs_mem, *types = ids + nmax, *mask = types + nmax;
     const int32_t *labels = mask + nmax;
+    const size_t qkv_w = m->max_layout.param_stride[BERT_P_Q_W];
+    const size_t qkv_b = m->max_layout.param_stride[BERT_P_Q_B];
     const struct tunep_bert_params *p = &m->params, *g = &m->grads;
     const struct tunep_bert_acts *a = &m->acts, *d = &m->dacts;
 
@@ -501,7 +506,7 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         const size_t li = (size_t)l * (size_t)I, lci = li * (size_t)C;
         const real *x = l == 0 ? a->emb_drop : a->out_ln + (size_t)(l - 1) * BTC;
         real *dx = l == 0 ? d->emb_drop : d->out_ln + (size_t)(l - 1) * BTC;
-        const real *l_q = a->q + l * BTC, *l_k = a->k + l * BTC, *l_v = a->v + l * BTC;
+        const real *l_qkv = a->qkv + 3 * l * BTC;
         const real *l_att = a->att + l * NTT, *l_att_drop = a->att_drop + l * NTT;
         const real *l_ctx = a->att_ctx + l * BTC, *l_res = a->att_res + l * BTC;
         const real *l_ln1 = a->att_ln + l * BTC;
@@ -509,7 +514,7 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         const real *l_fc = a->fc + l * BTI, *l_gelu = a->fc_gelu + l * BTI;
         const real *l_fcres = a->fc_res + l * BTC;
         const real *l_mean2 = a->out_mean + l * BT_, *l_rstd2 = a->out_rstd + l * BT_;
-        real *dl_q = DL(q, Q, BTC), *dl_k = DL(k, K, BTC), *dl_v = DL(v, V, BTC);
+        real *dl_qkv = DL(qkv, QKV, 3 * BTC);
         real *dl_ctx = DL(att_ctx, ATT_CTX, BTC), *dl_proj = DL(att_proj, ATT_PROJ, BTC);
         real *dl_res = DL(att_res, ATT_RES, BTC), *dl_ln1 = DL(att_ln, ATT_LN, BTC);
         real *dl_fc = DL(fc, FC, BTI), *dl_gelu = DL(fc_gelu, FC_GELU, BTI);
@@ -530,7 +535,7 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         KERNEL(m, err, matmul_bwd, dl_ln1, g->fc_w + lci, g->fc_b + li, dl_fc, l_ln1, p->fc_w + lci,
                BT, C, I);
         /* the attention block's (q .. att_res) and the layer input's */
-        TRY(zero_grads(m, BERT_A_Q, BERT_A_ATT_RES, l, err));
+        TRY(zero_grads(m, BERT_A_QKV, BERT_A_ATT_RES, l, err));
         ZERO(dx, BTC);
         KERNEL(m, err, layernorm_bwd, dl_res, g->att_ln_w + lc, g->att_ln_b + lc, dl_ln1, l_res,
                p->att_ln_w + lc, l_mean1, l_rstd1, BT, C);
@@ -538,12 +543,11 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
                drop_stream(BERT_A_ATT_RES, l));
         KERNEL(m, err, matmul_bwd, dl_ctx, g->att_o_w + lcc, g->att_o_b + lc, dl_proj, l_ctx,
                p->att_o_w + lcc, BT, C, C);
-        KERNEL(m, err, attention_bwd, dl_q, dl_k, dl_v, d->preatt, d->att, d->att_drop, dl_ctx, l_q,
-               l_k, l_v, l_att, l_att_drop, mask, B, T, C, NH, pa, seed,
-               drop_stream(BERT_A_ATT_DROP, l));
-        KERNEL(m, err, matmul_bwd, dx, g->q_w + lcc, g->q_b + lc, dl_q, x, p->q_w + lcc, BT, C, C);
-        KERNEL(m, err, matmul_bwd, dx, g->k_w + lcc, g->k_b + lc, dl_k, x, p->k_w + lcc, BT, C, C);
-        KERNEL(m, err, matmul_bwd, dx, g->v_w + lcc, g->v_b + lc, dl_v, x, p->v_w + lcc, BT, C, C);
+        KERNEL(m, err, attention_bwd, dl_qkv, dl_qkv + C, dl_qkv + 2 * C, d->preatt, d->att,
+               d->att_drop, dl_ctx, l_qkv, l_qkv + C, l_qkv + 2 * C, l_att, l_att_drop, mask, B, T,
+               C, NH, 3 * C, pa, seed, drop_stream(BERT_A_ATT_DROP, l));
+        KERNEL(m, err, matmul_bwd, dx, g->q_w + l * qkv_w, g->q_b + l * qkv_b, dl_qkv, x,
+               p->q_w + l * qkv_w, BT, C, 3 * C);
     }
 
     ZERO(d->emb_ln, BTC);
@@ -591,9 +595,13 @@ tune_status tunep_bert_adamw_step(struct tunep_bert *m, const struct tunep_adamw
         scale = coef < 1.0 ? coef : 1.0;
     }
     m->step++;
+    /* One call per stack of rows (a row not stacked is a stack of one): a
+     * stack's rows share their decay and lie end to end from its first row. */
     for (int id = 0; id < BERT_PARAM_COUNT; id++) {
+        if (tunep_bert_param_stack((enum bert_param)id) != (enum bert_param)id)
+            continue;
         size_t off = lay->param_offset[id];
-        size_t n = lay->param_size[id] * layers_of(m, (enum bert_param)id);
+        size_t n = lay->param_stride[id] * layers_of(m, (enum bert_param)id);
         double wd = tunep_bert_param_info[id].decay ? opt->weight_decay : 0.0;
         KERNEL(m, err, adamw_step, m->params_mem + off, m->m_mem + off, m->v_mem + off,
                m->grads_mem + off, n, lr, opt->beta1, opt->beta2, opt->eps, wd, scale, m->step);
@@ -618,7 +626,7 @@ static tune_status tensor_at(const struct tunep_bert *m, enum bert_param id, int
     if (n != size)
         return tunep_error_set(err, TUNE_EINVAL, "bert: tensor '%s' has %zu elements, not %zu",
                                tunep_bert_param_info[id].name, size, n);
-    *ret_offset = m->max_layout.param_offset[id] + (size_t)layer * size;
+    *ret_offset = m->max_layout.param_offset[id] + (size_t)layer * m->max_layout.param_stride[id];
     return TUNE_OK;
 }
 

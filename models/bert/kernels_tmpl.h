@@ -48,24 +48,25 @@ struct tunep_kernels {
                               int IC, int OC);
 
     /* Multi-head self-attention core, heads of HS = C/NH channels:
-     * q, k, v, out (B,T,C); att (B,NH,T,T) softmax probabilities before
-     * dropout; att_drop (B,NH,T,T) after dropout (unused when p == 0);
-     * mask (B,T): 1 = real token, 0 = padding key. Masked keys get
-     * probability 0; a row with no valid key is uniform, as Hugging Face's
-     * additive finfo.min mask gives. out = att_drop . v per head. Dropout
-     * element index: position in att_drop. */
+     * q, k, v (B,T,C) with rows ld >= C elements apart (ld = 3C reads them
+     * off one (B,T,3C) query/key/value projection), out (B,T,C); att (B,NH,T,T) softmax
+     * probabilities before dropout; att_drop (B,NH,T,T) after dropout (unused when p == 0); mask
+     * (B,T): 1 = real token, 0 = padding key. Masked keys get probability 0; a row with no valid
+     * key is uniform, as Hugging Face's additive finfo.min mask gives. out = att_drop . v per head.
+     * Dropout element index: position in att_drop. */
     tune_status (*attention_fwd)(void *ctx, TUNEP_KR *out, TUNEP_KR *att, TUNEP_KR *att_drop,
                                  const TUNEP_KR *q, const TUNEP_KR *k, const TUNEP_KR *v,
-                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 const int32_t *mask, int B, int T, int C, int NH, int ld, double p,
                                  uint64_t seed, uint64_t stream);
-    /* dpreatt (B,NH,T,T) receives the gradient of the scaled scores; datt,
+    /* dq, dk, dv with rows ld apart as q, k, v; dout (B,T,C); dpreatt
+     * (B,NH,T,T) receives the gradient of the scaled scores; datt,
      * datt_drop are the gradients of att and att_drop (datt_drop is unused
      * when p == 0). */
     tune_status (*attention_bwd)(void *ctx, TUNEP_KR *dq, TUNEP_KR *dk, TUNEP_KR *dv,
                                  TUNEP_KR *dpreatt, TUNEP_KR *datt, TUNEP_KR *datt_drop,
                                  const TUNEP_KR *dout, const TUNEP_KR *q, const TUNEP_KR *k,
                                  const TUNEP_KR *v, const TUNEP_KR *att, const TUNEP_KR *att_drop,
-                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 const int32_t *mask, int B, int T, int C, int NH, int ld, double p,
                                  uint64_t seed, uint64_t stream);
 
     /* GELU, erf form as BERT uses: out = x/2 (1 + erf(x/sqrt 2)); n elements. */

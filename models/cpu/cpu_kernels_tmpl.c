@@ -483,7 +483,7 @@ static void dropout_row(real *dst, const real *src, int n, uint64_t idx0, uint32
 
 static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop, const real *q,
                                  const real *k, const real *v, const int32_t *mask, int B, int T,
-                                 int C, int NH, double p, uint64_t seed, uint64_t stream)
+                                 int C, int NH, int ld, double p, uint64_t seed, uint64_t stream)
 {
     int nt = nthreads(ctx);
     int HS = C / NH;
@@ -495,10 +495,11 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)h * (size_t)HS;
+        size_t qbase = (size_t)b * (size_t)T * (size_t)ld + (size_t)h * (size_t)HS;
         const int32_t *mb = mask + (size_t)b * (size_t)T;
         real *a = att + (size_t)bh * TT;
         /* scores = q k^T / sqrt(HS) */
-        GEMM(1, 0, 1, T, T, HS, scale, q + base, C, k + base, C, (real)0, a, T);
+        GEMM(1, 0, 1, T, T, HS, scale, q + qbase, ld, k + qbase, ld, (real)0, a, T);
         int any = 0;
         for (int j = 0; j < T; j++)
             any |= mb[j] != 0;
@@ -543,7 +544,7 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
                             stream);
         }
         const real *pa = thr > 0 ? att_drop + (size_t)bh * TT : a;
-        GEMM(1, 0, 0, T, HS, T, (real)1, pa, T, v + base, C, (real)0, out + base, C);
+        GEMM(1, 0, 0, T, HS, T, (real)1, pa, T, v + qbase, ld, (real)0, out + base, C);
     }
     return TUNE_OK;
 }
@@ -551,7 +552,7 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
 static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *dpreatt, real *datt,
                                  real *datt_drop, const real *dout, const real *q, const real *k,
                                  const real *v, const real *att, const real *att_drop,
-                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 const int32_t *mask, int B, int T, int C, int NH, int ld, double p,
                                  uint64_t seed, uint64_t stream)
 {
     int nt = nthreads(ctx);
@@ -566,6 +567,7 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH;
         size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)(bh % NH) * (size_t)HS;
+        size_t qbase = (size_t)b * (size_t)T * (size_t)ld + (size_t)(bh % NH) * (size_t)HS;
         const int32_t *mb = mask + (size_t)b * (size_t)T;
         const real *a = att + (size_t)bh * TT;
         real *da = datt + (size_t)bh * TT;
@@ -573,8 +575,8 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
         if (thr > 0) {
             const real *ad = att_drop + (size_t)bh * TT;
             real *dad = datt_drop + (size_t)bh * TT;
-            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + base, C, (real)1, dad, T);
-            GEMM(1, 1, 0, T, HS, T, (real)1, ad, T, dout + base, C, (real)1, dv + base, C);
+            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + qbase, ld, (real)1, dad, T);
+            GEMM(1, 1, 0, T, HS, T, (real)1, ad, T, dout + base, C, (real)1, dv + qbase, ld);
             /* datt += dropout_bwd(datt_drop). The forward's mask is read off
              * att_drop instead of regenerating Philox per element: where att
              * != 0, att_drop != 0 exactly when kept (keep_scale > 1 cannot
@@ -584,8 +586,8 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
             for (size_t e = 0; e < TT; e++)
                 da[e] += dad[e] * (ad[e] != (real)0 ? keep_scale : (real)0);
         } else {
-            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + base, C, (real)1, da, T);
-            GEMM(1, 1, 0, T, HS, T, (real)1, a, T, dout + base, C, (real)1, dv + base, C);
+            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + qbase, ld, (real)1, da, T);
+            GEMM(1, 1, 0, T, HS, T, (real)1, a, T, dout + base, C, (real)1, dv + qbase, ld);
         }
         int any = 0;
         for (int j = 0; j < T; j++)
@@ -603,8 +605,8 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
             }
         }
         /* scores = scale q k^T: dq += scale dS k, dk += scale dS^T q */
-        GEMM(1, 0, 0, T, HS, T, scale, dpre, T, k + base, C, (real)1, dq + base, C);
-        GEMM(1, 1, 0, T, HS, T, scale, dpre, T, q + base, C, (real)1, dk + base, C);
+        GEMM(1, 0, 0, T, HS, T, scale, dpre, T, k + qbase, ld, (real)1, dq + qbase, ld);
+        GEMM(1, 1, 0, T, HS, T, scale, dpre, T, q + qbase, ld, (real)1, dk + qbase, ld);
     }
     return TUNE_OK;
 }

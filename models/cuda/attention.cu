@@ -7,7 +7,8 @@
  *   att_drop = dropout(att) with the Philox mask of bert_rng.h keyed by the
  *   element's position in att_drop; out = att_drop . v per head.
  *
- * q, k, v are (B,T,C) with head h in channels [h HS, (h+1) HS), which no
+ * q, k, v are (B,T,C) with rows ld apart (3C when they are the thirds of
+ * one fused projection) and head h in channels [h HS, (h+1) HS), which no
  * single stride reaches across batch and head, so they are first permuted
  * to (B,NH,T,HS) in scratch (llm.c's attention_forward does the same); then
  * each product is one cublasSgemmStridedBatched over the B*NH heads, issued
@@ -26,10 +27,11 @@
 
 #define ROW_THREADS 128 /* warp-per-row kernels: 4 rows per block */
 
-/* dst_i[b,h,t,d] = src_i[b,t,h,d] for the non-NULL pairs. */
+/* dst_i[b,h,t,d] = src_i[b,t,h,d] for the non-NULL pairs, rows of src_i
+ * (b,t) ld apart. */
 static __global__ void permute_kernel(float *dst0, float *dst1, float *dst2, const float *src0,
                                       const float *src1, const float *src2, int B, int T, int NH,
-                                      int HS)
+                                      int HS, int ld)
 {
     size_t n = (size_t)B * (size_t)T * (size_t)NH * (size_t)HS;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -38,7 +40,7 @@ static __global__ void permute_kernel(float *dst0, float *dst1, float *dst2, con
         size_t t = rest % (size_t)T;
         rest /= (size_t)T;
         size_t h = rest % (size_t)NH, b = rest / (size_t)NH;
-        size_t s = ((b * (size_t)T + t) * (size_t)NH + h) * (size_t)HS + d;
+        size_t s = (b * (size_t)T + t) * (size_t)ld + h * (size_t)HS + d;
         dst0[i] = src0[s];
         if (dst1)
             dst1[i] = src1[s];
@@ -47,10 +49,11 @@ static __global__ void permute_kernel(float *dst0, float *dst1, float *dst2, con
     }
 }
 
-/* dst_i[b,t,h,d] (+)= src_i[b,h,t,d] for the non-NULL pairs; add = 0 assigns. */
+/* dst_i[b,t,h,d] (+)= src_i[b,h,t,d] for the non-NULL pairs, rows of dst_i
+ * (b,t) ld apart; add = 0 assigns. */
 static __global__ void unpermute_kernel(float *dst0, float *dst1, float *dst2, const float *src0,
                                         const float *src1, const float *src2, int B, int T, int NH,
-                                        int HS, int add)
+                                        int HS, int ld, int add)
 {
     size_t n = (size_t)B * (size_t)T * (size_t)NH * (size_t)HS;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -59,7 +62,7 @@ static __global__ void unpermute_kernel(float *dst0, float *dst1, float *dst2, c
         size_t t = rest % (size_t)T;
         rest /= (size_t)T;
         size_t h = rest % (size_t)NH, b = rest / (size_t)NH;
-        size_t s = ((b * (size_t)T + t) * (size_t)NH + h) * (size_t)HS + d;
+        size_t s = (b * (size_t)T + t) * (size_t)ld + h * (size_t)HS + d;
         dst0[s] = add ? dst0[s] + src0[i] : src0[i];
         if (dst1)
             dst1[s] = add ? dst1[s] + src1[i] : src1[i];
@@ -195,7 +198,7 @@ static unsigned row_blocks(size_t rows)
 extern "C" tune_status tunep_cuda_attention_fwd(void *vctx, float *out, float *att, float *att_drop,
                                                 const float *q, const float *k, const float *v,
                                                 const int32_t *mask, int B, int T, int C, int NH,
-                                                double p, uint64_t seed, uint64_t stream)
+                                                int ld, double p, uint64_t seed, uint64_t stream)
 {
     TUNEP_CUDA_ENTER(c, vctx);
     size_t btc = (size_t)B * (size_t)T * (size_t)C;
@@ -213,7 +216,7 @@ extern "C" tune_status tunep_cuda_attention_fwd(void *vctx, float *out, float *a
     float *qp = (float *)scratch, *kp = qp + btc, *vp = kp + btc, *op = vp + btc;
     unsigned blocks = tunep_cuda_blocks(btc, 256);
 
-    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS);
+    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS, ld);
     TUNEP_CUDA_LAUNCHED(c);
     /* scores = q k^T / sqrt(HS) */
     if ((st = tunep_cuda_gemm_batched(c, 0, 1, T, T, HS, scale, qp, HS, sth, kp, HS, sth, 0.0f, att,
@@ -228,7 +231,7 @@ extern "C" tune_status tunep_cuda_attention_fwd(void *vctx, float *out, float *a
                                       HS, sth, count)) != TUNE_OK)
         return st;
     unpermute_kernel<<<blocks, 256, 0, c->stream>>>(out, NULL, NULL, op, NULL, NULL, B, T, NH, HS,
-                                                    0);
+                                                    C, 0);
     TUNEP_CUDA_LAUNCHED(c);
     return TUNE_OK;
 }
@@ -238,8 +241,8 @@ extern "C" tune_status tunep_cuda_attention_bwd(void *vctx, float *dq, float *dk
                                                 const float *dout, const float *q, const float *k,
                                                 const float *v, const float *att,
                                                 const float *att_drop, const int32_t *mask, int B,
-                                                int T, int C, int NH, double p, uint64_t seed,
-                                                uint64_t stream)
+                                                int T, int C, int NH, int ld, double p,
+                                                uint64_t seed, uint64_t stream)
 {
     TUNEP_CUDA_ENTER(c, vctx);
     (void)seed; /* the dropout mask is read off att_drop, as on the CPU */
@@ -260,9 +263,10 @@ extern "C" tune_status tunep_cuda_attention_bwd(void *vctx, float *dq, float *dk
     float *dqp = dop + btc, *dkp = dqp + btc, *dvp = dkp + btc;
     unsigned blocks = tunep_cuda_blocks(btc, 256);
 
-    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS);
+    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS, ld);
     TUNEP_CUDA_LAUNCHED(c);
-    permute_kernel<<<blocks, 256, 0, c->stream>>>(dop, NULL, NULL, dout, NULL, NULL, B, T, NH, HS);
+    permute_kernel<<<blocks, 256, 0, c->stream>>>(dop, NULL, NULL, dout, NULL, NULL, B, T, NH, HS,
+                                                  C);
     TUNEP_CUDA_LAUNCHED(c);
     /* d(att or att_drop) += dout v^T; dv = (att or att_drop)^T dout */
     const float *pa = dropout ? att_drop : att;
@@ -282,7 +286,7 @@ extern "C" tune_status tunep_cuda_attention_bwd(void *vctx, float *dq, float *dk
         (st = tunep_cuda_gemm_batched(c, 1, 0, T, HS, T, scale, dpreatt, T, stt, qp, HS, sth, 0.0f,
                                       dkp, HS, sth, count)) != TUNE_OK)
         return st;
-    unpermute_kernel<<<blocks, 256, 0, c->stream>>>(dq, dk, dv, dqp, dkp, dvp, B, T, NH, HS, 1);
+    unpermute_kernel<<<blocks, 256, 0, c->stream>>>(dq, dk, dv, dqp, dkp, dvp, B, T, NH, HS, ld, 1);
     TUNEP_CUDA_LAUNCHED(c);
     return TUNE_OK;
 }

@@ -144,7 +144,7 @@ START_TEST(test_softmax_equal_logits)
     test_fill(&r, k, B * T * C, -1, 1);
     test_fill(&r, v, B * T * C, -1, 1);
     ck_assert_int_eq(
-        KD->attention_fwd(be->ctx, out, att, att_drop, q, k, v, mask, B, T, C, NH, 0.0, 0, 0),
+        KD->attention_fwd(be->ctx, out, att, att_drop, q, k, v, mask, B, T, C, NH, C, 0.0, 0, 0),
         TUNE_OK);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -455,7 +455,7 @@ static double att_loss(void *p)
 {
     struct att_case *c = p;
     KD->attention_fwd(be->ctx, c->out, c->att, c->att_drop, c->q, c->k, c->v, c->mask, c->B, c->T,
-                      c->C, c->NH, c->p, 99, 5);
+                      c->C, c->NH, c->C, c->p, 99, 5);
     size_t no = (size_t)c->B * c->T * c->C, na = (size_t)c->B * c->NH * c->T * c->T;
     double l = dot(c->g_out, c->out, no) + dot(c->g_att, c->att, na);
     if (c->p > 0)
@@ -494,8 +494,8 @@ static void gradcheck_attention(double p)
         ck_assert(dropped > 10); /* the check must see dropped elements */
     }
     ck_assert_int_eq(KD->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, ddrop, c.g_out, c.q, c.k,
-                                       c.v, c.att, c.att_drop, c.mask, c.B, c.T, c.C, c.NH, c.p, 99,
-                                       5),
+                                       c.v, c.att, c.att_drop, c.mask, c.B, c.T, c.C, c.NH, c.C,
+                                       c.p, 99, 5),
                      TUNE_OK);
     double *aq = minus(dq, dq0, n), *ak = minus(dk, dk0, n), *av = minus(dv, dv0, n);
     ck_assert(test_gradcheck("attention q", att_loss, &c, c.q, n, aq, GC_H) < GC_TOL);
@@ -751,15 +751,15 @@ START_TEST(test_float_vs_double)
     float *attf = to_f(att, na), *atdf = to_f(atd, na), *dqf = to_f(dq, nx), *dkf = to_f(dk, nx);
     float *dvf = to_f(dv, nx), *dpref = to_f(dpre, na), *dattf = to_f(datt, na);
     float *datdf = to_f(datd, na);
-    KD->attention_fwd(be->ctx, ao, att, atd, q, k, v, mask, B, T, C, NH, 0.1, 5, 6);
-    KF->attention_fwd(be->ctx, aof, attf, atdf, qf, kf, vf, mask, B, T, C, NH, 0.1, 5, 6);
+    KD->attention_fwd(be->ctx, ao, att, atd, q, k, v, mask, B, T, C, NH, C, 0.1, 5, 6);
+    KF->attention_fwd(be->ctx, aof, attf, atdf, qf, kf, vf, mask, B, T, C, NH, C, 0.1, 5, 6);
     bad += cmp_fd("attention_fwd out", aof, ao, nx);
     bad += cmp_fd("attention_fwd att", attf, att, na);
     bad += cmp_fd("attention_fwd att_drop", atdf, atd, na);
     KD->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, datd, g, q, k, v, att, atd, mask, B, T, C,
-                      NH, 0.1, 5, 6);
+                      NH, C, 0.1, 5, 6);
     KF->attention_bwd(be->ctx, dqf, dkf, dvf, dpref, dattf, datdf, gf, qf, kf, vf, attf, atdf, mask,
-                      B, T, C, NH, 0.1, 5, 6);
+                      B, T, C, NH, C, 0.1, 5, 6);
     bad += cmp_fd("attention_bwd dq", dqf, dq, nx);
     bad += cmp_fd("attention_bwd dk", dkf, dk, nx);
     bad += cmp_fd("attention_bwd dv", dvf, dv, nx);
@@ -915,9 +915,9 @@ static void run_all_float(const struct tunep_kernels *k, float *out, float *appr
     float *dk = take(approx, &an, nx, gf), *dv = take(approx, &an, nx, gf);
     float *dpre = take(approx, &an, na, NULL), *datt = take(approx, &an, na, NULL);
     float *datd = take(approx, &an, na, NULL);
-    k->attention_fwd(be->ctx, ao, att, atd, qf, kf, vf, mask, B, T, C, NH, 0.1, 5, 6);
+    k->attention_fwd(be->ctx, ao, att, atd, qf, kf, vf, mask, B, T, C, NH, C, 0.1, 5, 6);
     k->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, datd, gf, qf, kf, vf, att, atd, mask, B, T, C,
-                     NH, 0.1, 5, 6);
+                     NH, C, 0.1, 5, 6);
 
     float *po = take(out, &at, nb, NULL), *pp = take(out, &at, nb, NULL);
     float *pdx = take(out, &at, nx, gf), *pdw = take(out, &at, (size_t)C * C, gf);
@@ -1039,6 +1039,78 @@ START_TEST(test_gemm_vs_naive)
 }
 END_TEST
 
+/* qkv (B,T,3C) rows: [q row | k row | v row] from three (B,T,C) arrays. */
+static float *pack_rows(const float *q, const float *k, const float *v, size_t rows, int C)
+{
+    float *p = track(calloc(rows * 3 * (size_t)C, sizeof(float)));
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(p + r * 3 * C, q + r * C, (size_t)C * sizeof(float));
+        memcpy(p + r * 3 * C + C, k + r * C, (size_t)C * sizeof(float));
+        memcpy(p + r * 3 * C + 2 * C, v + r * C, (size_t)C * sizeof(float));
+    }
+    return p;
+}
+
+/* Third `part` (0 q, 1 k, 2 v) of each (3C) row equals x's (C) row, bit for bit. */
+static int same_part(const float *qkv, int part, const float *x, size_t rows, int C)
+{
+    for (size_t r = 0; r < rows; r++)
+        if (memcmp(qkv + r * 3 * C + (size_t)part * C, x + r * C, (size_t)C * sizeof(float)))
+            return 0;
+    return 1;
+}
+
+/*
+ * The attention kernels read q, k, v (and write dq, dk, dv) with rows ld
+ * apart: on one (B,T,3C) buffer of query | key | value rows, as the model's
+ * fused projection leaves them, they give the same bits as on three (B,T,C)
+ * arrays, with dropout and padding (the GEMMs see the same operands, only
+ * their leading dimension differs). Every float ISA level.
+ */
+START_TEST(test_attention_row_stride)
+{
+    if (!use_isa(_i))
+        return;
+    struct test_rng r = {21};
+    enum { B = 2, T = 7, C = 12, NH = 3 };
+    int32_t mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
+    size_t n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    double *x = dalloc(4 * n + na);
+    test_fill(&r, x, 4 * n + na, -1, 1);
+    const float *q = to_f(x, n), *k = to_f(x + n, n), *v = to_f(x + 2 * n, n);
+    const float *g = to_f(x + 3 * n, n);
+    const float *qkv = pack_rows(q, k, v, (size_t)B * T, C);
+    float *o1 = to_f(x, n), *o3 = to_f(x, n);
+    float *a1 = to_f(x, na), *a3 = to_f(x, na), *ad1 = to_f(x, na), *ad3 = to_f(x, na);
+    ck_assert_int_eq(
+        KF->attention_fwd(be->ctx, o1, a1, ad1, q, k, v, mask, B, T, C, NH, C, 0.2, 5, 6), TUNE_OK);
+    ck_assert_int_eq(KF->attention_fwd(be->ctx, o3, a3, ad3, qkv, qkv + C, qkv + 2 * C, mask, B, T,
+                                       C, NH, 3 * C, 0.2, 5, 6),
+                     TUNE_OK);
+    ck_assert(memcmp(o1, o3, n * sizeof(float)) == 0);
+    ck_assert(memcmp(a1, a3, na * sizeof(float)) == 0);
+    ck_assert(memcmp(ad1, ad3, na * sizeof(float)) == 0);
+    /* backward from non-zero incoming values; the packed gradient's rows
+     * hold the same values as the three arrays */
+    float *dq = to_f(x + n, n), *dk = to_f(x + 2 * n, n), *dv = to_f(x, n);
+    float *dqkv = pack_rows(dq, dk, dv, (size_t)B * T, C);
+    float *dp1 = to_f(x + 4 * n, na), *dp3 = to_f(x + 4 * n, na);
+    float *da1 = to_f(x, na), *da3 = to_f(x, na), *dd1 = to_f(x + n, na), *dd3 = to_f(x + n, na);
+    ck_assert_int_eq(KF->attention_bwd(be->ctx, dq, dk, dv, dp1, da1, dd1, g, q, k, v, a1, ad1,
+                                       mask, B, T, C, NH, C, 0.2, 5, 6),
+                     TUNE_OK);
+    ck_assert_int_eq(KF->attention_bwd(be->ctx, dqkv, dqkv + C, dqkv + 2 * C, dp3, da3, dd3, g, qkv,
+                                       qkv + C, qkv + 2 * C, a3, ad3, mask, B, T, C, NH, 3 * C, 0.2,
+                                       5, 6),
+                     TUNE_OK);
+    ck_assert(same_part(dqkv, 0, dq, (size_t)B * T, C));
+    ck_assert(same_part(dqkv, 1, dk, (size_t)B * T, C));
+    ck_assert(same_part(dqkv, 2, dv, (size_t)B * T, C));
+    ck_assert(memcmp(dp1, dp3, na * sizeof(float)) == 0);
+    ck_assert(memcmp(da1, da3, na * sizeof(float)) == 0);
+}
+END_TEST
+
 static Suite *bert_kernels_suite(void)
 {
     Suite *s = suite_create("bert_kernels");
@@ -1072,6 +1144,7 @@ static Suite *bert_kernels_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_float_vs_double, 0, TUNEP_CPU_ISA_COUNT);
     tcase_add_test(tc, test_gemm_vs_naive);
+    tcase_add_loop_test(tc, test_attention_row_stride, 0, TUNEP_CPU_ISA_COUNT);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("isa");
