@@ -255,12 +255,13 @@ static tune_status t_matmul_fwd(void *ctx, float *out, const float *inp, const f
 }
 
 static tune_status t_matmul_bwd(void *ctx, float *dinp, float *dw, float *db, const float *dout,
-                                const float *inp, const float *w, int N, int IC, int OC)
+                                const float *inp, const float *w, int N, int IC, int OC,
+                                int accumulate)
 {
     char shape[48];
     gemm_shape(shape, sizeof shape, N, IC, OC);
     TIMED("matmul_bwd", shape, (dinp ? 4.0 : 2.0) * N * IC * OC,
-          timing.real->matmul_bwd(ctx, dinp, dw, db, dout, inp, w, N, IC, OC));
+          timing.real->matmul_bwd(ctx, dinp, dw, db, dout, inp, w, N, IC, OC, accumulate));
 }
 
 static tune_status t_attention_fwd(void *ctx, float *out, float *att, float *att_drop,

@@ -8,14 +8,14 @@
  * Invariants: all memory is six backend arenas (params, grads, AdamW m and
  * v, acts, grad-acts) plus the int32 inputs, allocated at creation for
  * (B_max, T_max) from bert_layout.c and never resized; every kernel call
- * goes through the table (no backend #ifdefs here). Backward kernels
- * accumulate (into activation gradients, then parameter gradients), so the
- * backward pass zeroes each activation gradient just before the first
- * kernel that adds into it, which also lets layers share the gradient
- * buffers that live inside one layer (grad column 2 of BERT_ACTS): zeroing
- * the whole grad-acts arena up front (~90 MB for bert-tiny at 32x128) wrote
- * it all to memory and read it back, while a buffer zeroed just in time is
- * still in cache when the kernel reads it. Dropout masks are keyed by
+ * goes through the table (no backend #ifdefs here). Backward kernels add
+ * into parameter gradients but write each activation gradient's first
+ * contribution (kernels_tmpl.h), so no activation gradient is zeroed: the
+ * residual stream's second contribution (the FFN input's and the layer
+ * input's) is the only one added, through matmul_bwd's accumulate. That
+ * also lets layers share the gradient buffers that live inside one layer
+ * (grad column 2 of BERT_ACTS) with no clearing between layers; zeroing
+ * before each first writer cost 2-4% of a step. Dropout masks are keyed by
  * (seed, stream of (activation id, layer), element index), so backward
  * regenerates them.
  * References: Devlin et al. 2019; Hugging Face modeling_bert.py
@@ -419,47 +419,6 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
 #define DL(field, id, size)                                                                        \
     (d->field + (tunep_bert_act_info[BERT_A_##id].grad == 1 ? (size_t)l * (size) : 0))
 
-/* Zeroes n elements of an activation gradient (see the invariant above). */
-#define ZERO(ptr, n) TRY(m->be->memzero(m->be->ctx, (ptr), (size_t)(n) * sizeof(real), err))
-
-/*
- * Zeroes the gradient buffers of activations first..last (table order) of
- * layer l in as few backend calls as the layout allows: rows whose buffer
- * all layers share (grad column 2) lie end to end in table order, so a run
- * of them is one memzero. Each memzero is a parallel region on the CPU, and
- * a machine shared with other jobs makes every barrier cost: one call per
- * group instead of one per buffer. Rows with a per-layer buffer get their
- * own call for layer l.
- */
-static tune_status zero_grads(struct tunep_bert *m, enum bert_act first, enum bert_act last, int l,
-                              tune_error *err)
-{
-    const struct tunep_bert_layout *lay = &m->layout;
-    size_t run_lo = 0, run_n = 0; /* the pending run of shared buffers, in elements */
-    for (int id = (int)first; id <= (int)last; id++) {
-        int grad = tunep_bert_act_info[id].grad;
-        size_t lo = lay->grad_offset[id], n = lay->act_size[id];
-        if (grad == 0)
-            continue;
-        if (grad == 2 && run_n > 0 && run_lo + run_n == lo) {
-            run_n += n;
-            continue;
-        }
-        if (run_n > 0)
-            ZERO(m->dacts_mem + run_lo, run_n);
-        run_n = 0;
-        if (grad == 2) {
-            run_lo = lo;
-            run_n = n;
-        } else {
-            ZERO(m->dacts_mem + lo + (tunep_bert_act_info[id].layered ? (size_t)l * n : 0), n);
-        }
-    }
-    if (run_n > 0)
-        ZERO(m->dacts_mem + run_lo, run_n);
-    return TUNE_OK;
-}
-
 tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
 {
     if (!m)
@@ -487,17 +446,13 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         m->host_real[b] = (real)(1.0 / B);
     TRY(m->be->upload(m->be->ctx, d->losses, m->host_real, (size_t)B * sizeof(real), err));
 
-    ZERO(d->logits, (size_t)B * (size_t)K);
     KERNEL(m, err, softmax_xent_bwd, d->logits, d->losses, a->probs, labels, B, K);
-    ZERO(d->pool_drop, BC);
     KERNEL(m, err, matmul_bwd, d->pool_drop, g->cls_w, g->cls_b, d->logits, a->pool_drop, p->cls_w,
-           B, C, K);
-    ZERO(d->pool, BC);
+           B, C, K, 0);
     KERNEL(m, err, dropout_bwd, d->pool, NULL, d->pool_drop, BC, ph, seed,
            drop_stream(BERT_A_POOL_DROP, 0));
     const size_t last = (size_t)(L - 1) * BTC;
-    ZERO(d->pool_pre, BC);
-    ZERO(d->out_ln + last, BTC); /* the pooler reaches only t = 0 */
+    /* the pooler writes the last layer's output gradient: 0 beyond t = 0 */
     KERNEL(m, err, pooler_bwd, d->out_ln + last, g->pool_w, g->pool_b, d->pool_pre, d->pool,
            a->pool, a->out_ln + last, p->pool_w, B, T, C);
 
@@ -521,46 +476,40 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         real *dl_fcproj = DL(fc_proj, FC_PROJ, BTC), *dl_fcres = DL(fc_res, FC_RES, BTC);
         real *dl_out = DL(out_ln, OUT_LN, BTC);
 
-        /* dl_out was zeroed before its first writer: the pooler for the
-         * last layer, the next layer's residual dropout_bwd otherwise.
-         * The feed-forward block's gradients (att_ln .. fc_res): */
-        TRY(zero_grads(m, BERT_A_ATT_LN, BERT_A_FC_RES, l, err));
+        /* dl_out was written by the pooler (last layer) or by the next
+         * layer's residual dropout_bwd. The feed-forward block: */
         KERNEL(m, err, layernorm_bwd, dl_fcres, g->out_ln_w + lc, g->out_ln_b + lc, dl_out, l_fcres,
                p->out_ln_w + lc, l_mean2, l_rstd2, BT, C);
         KERNEL(m, err, dropout_bwd, dl_fcproj, dl_ln1, dl_fcres, BTC, ph, seed,
                drop_stream(BERT_A_FC_RES, l));
         KERNEL(m, err, matmul_bwd, dl_gelu, g->fc_o_w + lci, g->fc_o_b + lc, dl_fcproj, l_gelu,
-               p->fc_o_w + lci, BT, I, C);
+               p->fc_o_w + lci, BT, I, C, 0);
         KERNEL(m, err, gelu_bwd, dl_fc, dl_gelu, l_fc, BTI);
+        /* dl_ln1's second contribution (the residual's came first) */
         KERNEL(m, err, matmul_bwd, dl_ln1, g->fc_w + lci, g->fc_b + li, dl_fc, l_ln1, p->fc_w + lci,
-               BT, C, I);
-        /* the attention block's (q .. att_res) and the layer input's */
-        TRY(zero_grads(m, BERT_A_QKV, BERT_A_ATT_RES, l, err));
-        ZERO(dx, BTC);
+               BT, C, I, 1);
+        /* the attention block; dropout_bwd writes the layer input's first contribution */
         KERNEL(m, err, layernorm_bwd, dl_res, g->att_ln_w + lc, g->att_ln_b + lc, dl_ln1, l_res,
                p->att_ln_w + lc, l_mean1, l_rstd1, BT, C);
         KERNEL(m, err, dropout_bwd, dl_proj, dx, dl_res, BTC, ph, seed,
                drop_stream(BERT_A_ATT_RES, l));
         KERNEL(m, err, matmul_bwd, dl_ctx, g->att_o_w + lcc, g->att_o_b + lc, dl_proj, l_ctx,
-               p->att_o_w + lcc, BT, C, C);
+               p->att_o_w + lcc, BT, C, C, 0);
         KERNEL(m, err, attention_bwd, dl_qkv, dl_qkv + C, dl_qkv + 2 * C, d->preatt, d->att,
                d->att_drop, dl_ctx, l_qkv, l_qkv + C, l_qkv + 2 * C, l_att, l_att_drop, mask, B, T,
                C, NH, 3 * C, pa, seed, drop_stream(BERT_A_ATT_DROP, l));
         KERNEL(m, err, matmul_bwd, dx, g->q_w + l * qkv_w, g->q_b + l * qkv_b, dl_qkv, x,
-               p->q_w + l * qkv_w, BT, C, 3 * C);
+               p->q_w + l * qkv_w, BT, C, 3 * C, 1);
     }
 
-    ZERO(d->emb_ln, BTC);
     KERNEL(m, err, dropout_bwd, d->emb_ln, NULL, d->emb_drop, BTC, ph, seed,
            drop_stream(BERT_A_EMB_DROP, 0));
-    ZERO(d->emb, BTC);
     KERNEL(m, err, layernorm_bwd, d->emb, g->emb_ln_w, g->emb_ln_b, d->emb_ln, a->emb, p->emb_ln_w,
            a->emb_mean, a->emb_rstd, BT, C);
     KERNEL(m, err, embed_bwd, g->word_emb, g->pos_emb, g->type_emb, d->emb, ids, types, B, T, C);
     return TUNE_OK;
 }
 
-#undef ZERO
 #undef DL
 
 tune_status tunep_bert_zero_grad(struct tunep_bert *m, tune_error *err)

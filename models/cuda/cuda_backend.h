@@ -121,7 +121,8 @@ tune_status tunep_cuda_layernorm_bwd(void *ctx, float *dinp, float *dw, float *d
 tune_status tunep_cuda_matmul_fwd(void *ctx, float *out, const float *inp, const float *w,
                                   const float *b, int N, int IC, int OC);
 tune_status tunep_cuda_matmul_bwd(void *ctx, float *dinp, float *dw, float *db, const float *dout,
-                                  const float *inp, const float *w, int N, int IC, int OC);
+                                  const float *inp, const float *w, int N, int IC, int OC,
+                                  int accumulate);
 /* attention.cu */
 tune_status tunep_cuda_attention_fwd(void *ctx, float *out, float *att, float *att_drop,
                                      const float *q, const float *k, const float *v,

@@ -3,8 +3,9 @@
  * hand-computable values first (LayerNorm of [1,2,3,4], softmax of equal
  * logits, GELU at 0 and +-1, cross-entropy of a one-hot-like prediction,
  * one AdamW step), then finite-difference gradient checks of every backward
- * kernel in double precision (L = sum g * f(x), central differences,
- * accumulation into non-zero gradients), then float kernels against double
+ * kernel in double precision (L = sum g * f(x), central differences;
+ * parameter gradients accumulated into non-zero values, activation
+ * gradients written over non-zero values), then float kernels against double
  * kernels, and OpenBLAS GEMM against the naive loop.
  */
 #include <math.h>
@@ -356,7 +357,7 @@ START_TEST(test_gradcheck_layernorm)
     ln_loss(&c);
     ck_assert_int_eq(
         KD->layernorm_bwd(be->ctx, dx, dw, db, c.g, c.x, c.w, c.mean, c.rstd, c.N, c.C), TUNE_OK);
-    double *ax = minus(dx, dx0, n), *aw = minus(dw, dw0, c.C), *ab = minus(db, db0, c.C);
+    double *ax = dx, *aw = minus(dw, dw0, c.C), *ab = minus(db, db0, c.C); /* dx written */
     ck_assert(test_gradcheck("layernorm x", ln_loss, &c, c.x, n, ax, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("layernorm w", ln_loss, &c, c.w, c.C, aw, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("layernorm b", ln_loss, &c, c.b, c.C, ab, GC_H) < GC_TOL);
@@ -390,9 +391,17 @@ START_TEST(test_gradcheck_matmul)
     test_fill(&r, dw0, nw, -1, 1);
     test_fill(&r, db0, c.OC, -1, 1);
     double *dx = dup_d(dx0, nx), *dw = dup_d(dw0, nw), *db = dup_d(db0, c.OC);
-    ck_assert_int_eq(KD->matmul_bwd(be->ctx, dx, dw, db, c.g, c.x, c.w, c.N, c.IC, c.OC), TUNE_OK);
+    ck_assert_int_eq(KD->matmul_bwd(be->ctx, dx, dw, db, c.g, c.x, c.w, c.N, c.IC, c.OC, 1),
+                     TUNE_OK);
     double *ax = minus(dx, dx0, nx), *aw = minus(dw, dw0, nw), *ab = minus(db, db0, c.OC);
     ck_assert(test_gradcheck("matmul x", mm_loss, &c, c.x, nx, ax, GC_H) < GC_TOL);
+    /* accumulate = 0: dinp written over its old values; dw, db still added */
+    double *dxw = dup_d(dx0, nx), *dw2 = dup_d(dw0, nw);
+    ck_assert_int_eq(KD->matmul_bwd(be->ctx, dxw, dw2, NULL, c.g, c.x, c.w, c.N, c.IC, c.OC, 0),
+                     TUNE_OK);
+    ck_assert(test_gradcheck("matmul x (written)", mm_loss, &c, c.x, nx, dxw, GC_H) < GC_TOL);
+    ck_assert(test_gradcheck("matmul w (dinp written)", mm_loss, &c, c.w, nw, minus(dw2, dw0, nw),
+                             GC_H) < GC_TOL);
     ck_assert(test_gradcheck("matmul w", mm_loss, &c, c.w, nw, aw, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("matmul b", mm_loss, &c, c.b, c.OC, ab, GC_H) < GC_TOL);
 }
@@ -448,7 +457,7 @@ struct att_case {
     int B, T, C, NH;
     double p;
     int32_t *mask;
-    double *q, *k, *v, *out, *att, *att_drop, *g_out, *g_att, *g_drop;
+    double *q, *k, *v, *out, *att, *att_drop, *g_out;
 };
 
 static double att_loss(void *p)
@@ -456,11 +465,8 @@ static double att_loss(void *p)
     struct att_case *c = p;
     KD->attention_fwd(be->ctx, c->out, c->att, c->att_drop, c->q, c->k, c->v, c->mask, c->B, c->T,
                       c->C, c->NH, c->C, c->p, 99, 5);
-    size_t no = (size_t)c->B * c->T * c->C, na = (size_t)c->B * c->NH * c->T * c->T;
-    double l = dot(c->g_out, c->out, no) + dot(c->g_att, c->att, na);
-    if (c->p > 0)
-        l += dot(c->g_drop, c->att_drop, na);
-    return l;
+    size_t no = (size_t)c->B * c->T * c->C;
+    return dot(c->g_out, c->out, no);
 }
 
 static void gradcheck_attention(double p)
@@ -471,21 +477,21 @@ static void gradcheck_attention(double p)
     struct att_case c = {.B = 3, .T = 5, .C = 8, .NH = 2, .p = p, .mask = mask};
     size_t n = (size_t)c.B * c.T * c.C, na = (size_t)c.B * c.NH * c.T * c.T;
     c.q = dalloc(n), c.k = dalloc(n), c.v = dalloc(n), c.out = dalloc(n);
-    c.att = dalloc(na), c.att_drop = dalloc(na), c.g_out = dalloc(n), c.g_att = dalloc(na);
-    c.g_drop = dalloc(na);
+    c.att = dalloc(na), c.att_drop = dalloc(na), c.g_out = dalloc(n);
     test_fill(&r, c.q, n, -1.5, 1.5);
     test_fill(&r, c.k, n, -1.5, 1.5);
     test_fill(&r, c.v, n, -1, 1);
     test_fill(&r, c.g_out, n, -1, 1);
-    test_fill(&r, c.g_att, na, -1, 1);
-    test_fill(&r, c.g_drop, na, -1, 1);
     double *dq0 = dalloc(n), *dk0 = dalloc(n), *dv0 = dalloc(n);
     test_fill(&r, dq0, n, -1, 1);
     test_fill(&r, dk0, n, -1, 1);
     test_fill(&r, dv0, n, -1, 1);
     double *dq = dup_d(dq0, n), *dk = dup_d(dk0, n), *dv = dup_d(dv0, n);
-    /* incoming gradients of the saved probabilities; dpreatt is scratch */
-    double *datt = dup_d(c.g_att, na), *ddrop = dup_d(c.g_drop, na), *dpre = dalloc(na);
+    /* scratch gradients, written over whatever they held */
+    double *datt = dalloc(na), *ddrop = dalloc(na), *dpre = dalloc(na);
+    test_fill(&r, datt, na, -1, 1);
+    test_fill(&r, ddrop, na, -1, 1);
+    test_fill(&r, dpre, na, -1, 1);
     att_loss(&c);
     if (p > 0) {
         size_t dropped = 0;
@@ -497,7 +503,7 @@ static void gradcheck_attention(double p)
                                        c.v, c.att, c.att_drop, c.mask, c.B, c.T, c.C, c.NH, c.C,
                                        c.p, 99, 5),
                      TUNE_OK);
-    double *aq = minus(dq, dq0, n), *ak = minus(dk, dk0, n), *av = minus(dv, dv0, n);
+    double *aq = dq, *ak = dk, *av = dv; /* written over dq0, dk0, dv0 */
     ck_assert(test_gradcheck("attention q", att_loss, &c, c.q, n, aq, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("attention k", att_loss, &c, c.k, n, ak, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("attention v", att_loss, &c, c.v, n, av, GC_H) < GC_TOL);
@@ -544,7 +550,7 @@ START_TEST(test_gradcheck_gelu)
     test_fill(&r, d0, c.n, -1, 1);
     double *d = dup_d(d0, c.n);
     ck_assert_int_eq(KD->gelu_bwd(be->ctx, d, c.g, c.x, c.n), TUNE_OK);
-    double *a = minus(d, d0, c.n);
+    double *a = d; /* written over d0 */
     ck_assert(test_gradcheck("gelu", gelu_loss, &c, c.x, c.n, a, GC_H) < GC_TOL);
 }
 END_TEST
@@ -576,7 +582,7 @@ START_TEST(test_gradcheck_xent)
     double *d = dup_d(d0, n);
     xent_loss(&c);
     ck_assert_int_eq(KD->softmax_xent_bwd(be->ctx, d, c.g, c.probs, c.labels, c.B, c.K), TUNE_OK);
-    double *a = minus(d, d0, n);
+    double *a = d; /* written over d0 */
     ck_assert(test_gradcheck("softmax_xent", xent_loss, &c, c.logits, n, a, GC_H) < GC_TOL);
 }
 END_TEST
@@ -612,7 +618,8 @@ START_TEST(test_gradcheck_pooler)
     pool_loss(&c);
     ck_assert_int_eq(KD->pooler_bwd(be->ctx, dx, dw, db, dpre, c.g, c.out, c.x, c.w, c.B, c.T, c.C),
                      TUNE_OK);
-    double *ax = minus(dx, dx0, nx), *aw = minus(dw, dw0, nw), *ab = minus(db, db0, c.C);
+    /* dx written over dx0, 0 beyond t = 0 */
+    double *ax = dx, *aw = minus(dw, dw0, nw), *ab = minus(db, db0, c.C);
     ck_assert(test_gradcheck("pooler x", pool_loss, &c, c.x, nx, ax, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("pooler w", pool_loss, &c, c.w, nw, aw, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("pooler b", pool_loss, &c, c.b, c.C, ab, GC_H) < GC_TOL);
@@ -645,7 +652,7 @@ START_TEST(test_gradcheck_dropout)
     test_fill(&r, dr0, c.n, -1, 1);
     double *dx = dup_d(dx0, c.n), *dr = dup_d(dr0, c.n);
     ck_assert_int_eq(KD->dropout_bwd(be->ctx, dx, dr, c.g, c.n, c.p, 3, 77), TUNE_OK);
-    double *ax = minus(dx, dx0, c.n), *ar = minus(dr, dr0, c.n);
+    double *ax = dx, *ar = dr; /* written over dx0, dr0 */
     ck_assert(test_gradcheck("dropout x", drop_loss, &c, c.x, c.n, ax, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("dropout residual", drop_loss, &c, c.res, c.n, ar, GC_H) < GC_TOL);
     size_t zeros = 0;
@@ -704,8 +711,8 @@ START_TEST(test_float_vs_double)
     KD->matmul_fwd(be->ctx, o, x, w, b, N, C, I);
     KF->matmul_fwd(be->ctx, of, xf, wf, bf, N, C, I);
     bad += cmp_fd("matmul_fwd", of, o, nh);
-    KD->matmul_bwd(be->ctx, dx, dw, db, g, x, w, N, C, I);
-    KF->matmul_bwd(be->ctx, dxf, dwf, dbf, gf, xf, wf, N, C, I);
+    KD->matmul_bwd(be->ctx, dx, dw, db, g, x, w, N, C, I, 1);
+    KF->matmul_bwd(be->ctx, dxf, dwf, dbf, gf, xf, wf, N, C, I, 1);
     bad += cmp_fd("matmul_bwd dinp", dxf, dx, nx);
     bad += cmp_fd("matmul_bwd dw", dwf, dw, (size_t)I * C);
     bad += cmp_fd("matmul_bwd db", dbf, db, I);
@@ -898,7 +905,7 @@ static void run_all_float(const struct tunep_kernels *k, float *out, float *appr
     float *mdx = take(out, &at, nx, gf), *mdw = take(out, &at, nw, gf);
     float *mdb = take(out, &at, (size_t)I, gf);
     k->matmul_fwd(be->ctx, o, xf, wf, bf, (int)N, C, I);
-    k->matmul_bwd(be->ctx, mdx, mdw, mdb, gf, xf, wf, (int)N, C, I);
+    k->matmul_bwd(be->ctx, mdx, mdw, mdb, gf, xf, wf, (int)N, C, I, 1);
 
     float *ln = take(out, &at, nx, NULL), *mean = take(out, &at, N, NULL);
     float *rstd = take(out, &at, N, NULL), *ldx = take(out, &at, nx, gf);

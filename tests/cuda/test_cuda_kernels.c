@@ -197,7 +197,10 @@ END_TEST
 /* ---- Linear ---------------------------------------------------------------- */
 
 /* One Linear of (N, IC) -> (N, OC), with or without bias, forward and backward. */
-static void linear_case(struct test_rng *r, int N, int IC, int OC, int bias, const char *tag)
+/* accumulate: matmul_bwd adds into dinp (1) or writes it (0), both sides
+ * starting from the same non-zero values. */
+static void linear_case(struct test_rng *r, int N, int IC, int OC, int bias, int accumulate,
+                        const char *tag)
 {
     char name[64];
     float *x = hrand(r, (size_t)N * IC, -1, 1), *w = hrand(r, (size_t)OC * IC, -1, 1);
@@ -242,9 +245,9 @@ static void linear_case(struct test_rng *r, int N, int IC, int OC, int bias, con
             m += fabs((double)dout[(size_t)n * OC + o]);
         m_db[o] = (float)m;
     }
-    ck_assert_int_eq(KC->matmul_bwd(CC, dinp, dw, db, dout, x, w, N, IC, OC), TUNE_OK);
-    GPU_OK(
-        KG->matmul_bwd(GC, g_dinp, g_dw, g_db, dup_f(dout, (size_t)N * OC), g_x, g_w, N, IC, OC));
+    ck_assert_int_eq(KC->matmul_bwd(CC, dinp, dw, db, dout, x, w, N, IC, OC, accumulate), TUNE_OK);
+    GPU_OK(KG->matmul_bwd(GC, g_dinp, g_dw, g_db, dup_f(dout, (size_t)N * OC), g_x, g_w, N, IC, OC,
+                          accumulate));
     snprintf(name, sizeof name, "matmul_bwd dinp %s", tag);
     ck_assert(
         check_mag(name, down(g_dinp, (size_t)N * IC), dinp, m_dinp, (size_t)N * IC, 2.0 * OC + 4));
@@ -261,10 +264,11 @@ START_TEST(matmul)
     const struct shape *s = &shapes[_i];
     struct test_rng r = {300 + (uint64_t)_i};
     int N = s->B * s->T;
-    linear_case(&r, N, s->C, s->I, 1, "up");
-    linear_case(&r, N, s->I, s->C, 1, "down");
-    linear_case(&r, N, s->C, 3 * s->C, 0, "nobias");
-    linear_case(&r, s->B, s->C, s->K, 1, "classifier");
+    linear_case(&r, N, s->C, s->I, 1, 1, "up");
+    linear_case(&r, N, s->I, s->C, 1, 0, "down");
+    linear_case(&r, N, s->C, 3 * s->C, 0, 1, "nobias");
+    linear_case(&r, N, s->C, 3 * s->C, 1, 1, "qkv");
+    linear_case(&r, s->B, s->C, s->K, 1, 0, "classifier");
 }
 END_TEST
 
