@@ -16,7 +16,7 @@
  * also lets layers share the gradient buffers that live inside one layer
  * (grad column 2 of BERT_ACTS) with no clearing between layers; zeroing
  * before each first writer cost 2-4% of a step. Dropout masks are keyed by
- * (seed, stream of (activation id, layer), element index), so backward
+ * (seed, stream of (dropout site, layer), element index), so backward
  * regenerates them.
  * References: Devlin et al. 2019; Hugging Face modeling_bert.py
  * (BertForSequenceClassification); torch.optim.AdamW and
@@ -312,9 +312,9 @@ static tune_status upload_inputs(struct tunep_bert *m, const struct tunep_bert_b
     return TUNE_OK;
 }
 
-static uint64_t drop_stream(enum bert_act id, int layer)
+static uint64_t drop_stream(enum tunep_bert_drop_site site, int layer)
 {
-    return tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, (int)id, 0, layer);
+    return tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, (int)site, 0, layer);
 }
 
 tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_batch *batch,
@@ -354,7 +354,7 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
     KERNEL(m, err, layernorm_fwd, a->emb_ln, a->emb_mean, a->emb_rstd, a->emb, p->emb_ln_w,
            p->emb_ln_b, BT, C, eps);
     KERNEL(m, err, dropout_fwd, a->emb_drop, a->emb_ln, NULL, BTC, ph, dropout_seed,
-           drop_stream(BERT_A_EMB_DROP, 0));
+           drop_stream(TUNEP_BERT_DROP_EMB, 0));
 
     const real *x = a->emb_drop;
     for (int l = 0; l < L; l++) {
@@ -373,17 +373,17 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
         /* one GEMM for the query, key and value rows of l_qkv */
         KERNEL(m, err, matmul_fwd, l_qkv, x, p->q_w + l * qkv_w, p->q_b + l * qkv_b, BT, C, 3 * C);
         KERNEL(m, err, attention_fwd, l_ctx, l_att, l_att_drop, l_qkv, l_qkv + C, l_qkv + 2 * C,
-               mask, B, T, C, NH, 3 * C, pa, dropout_seed, drop_stream(BERT_A_ATT_DROP, l));
+               mask, B, T, C, NH, 3 * C, pa, dropout_seed, drop_stream(TUNEP_BERT_DROP_ATT, l));
         KERNEL(m, err, matmul_fwd, l_proj, l_ctx, p->att_o_w + lcc, p->att_o_b + lc, BT, C, C);
         KERNEL(m, err, dropout_fwd, l_res, l_proj, x, BTC, ph, dropout_seed,
-               drop_stream(BERT_A_ATT_RES, l));
+               drop_stream(TUNEP_BERT_DROP_ATT_RES, l));
         KERNEL(m, err, layernorm_fwd, l_ln1, l_mean1, l_rstd1, l_res, p->att_ln_w + lc,
                p->att_ln_b + lc, BT, C, eps);
         KERNEL(m, err, matmul_fwd, l_fc, l_ln1, p->fc_w + lci, p->fc_b + li, BT, C, I);
         KERNEL(m, err, gelu_fwd, l_gelu, l_fc, BTI);
         KERNEL(m, err, matmul_fwd, l_fcproj, l_gelu, p->fc_o_w + lci, p->fc_o_b + lc, BT, I, C);
         KERNEL(m, err, dropout_fwd, l_fcres, l_fcproj, l_ln1, BTC, ph, dropout_seed,
-               drop_stream(BERT_A_FC_RES, l));
+               drop_stream(TUNEP_BERT_DROP_FC_RES, l));
         KERNEL(m, err, layernorm_fwd, l_out, l_mean2, l_rstd2, l_fcres, p->out_ln_w + lc,
                p->out_ln_b + lc, BT, C, eps);
         x = l_out;
@@ -391,7 +391,7 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
 
     KERNEL(m, err, pooler_fwd, a->pool, a->pool_pre, x, p->pool_w, p->pool_b, B, T, C);
     KERNEL(m, err, dropout_fwd, a->pool_drop, a->pool, NULL, (size_t)B * (size_t)C, ph,
-           dropout_seed, drop_stream(BERT_A_POOL_DROP, 0));
+           dropout_seed, drop_stream(TUNEP_BERT_DROP_POOL, 0));
     KERNEL(m, err, matmul_fwd, a->logits, a->pool_drop, p->cls_w, p->cls_b, B, C, K);
 
     double loss = 0.0;
@@ -450,7 +450,7 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
     KERNEL(m, err, matmul_bwd, d->pool_drop, g->cls_w, g->cls_b, d->logits, a->pool_drop, p->cls_w,
            B, C, K, 0);
     KERNEL(m, err, dropout_bwd, d->pool, NULL, d->pool_drop, BC, ph, seed,
-           drop_stream(BERT_A_POOL_DROP, 0));
+           drop_stream(TUNEP_BERT_DROP_POOL, 0));
     const size_t last = (size_t)(L - 1) * BTC;
     /* the pooler writes the last layer's output gradient: 0 beyond t = 0 */
     KERNEL(m, err, pooler_bwd, d->out_ln + last, g->pool_w, g->pool_b, d->pool_pre, d->pool,
@@ -481,7 +481,7 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         KERNEL(m, err, layernorm_bwd, dl_fcres, g->out_ln_w + lc, g->out_ln_b + lc, dl_out, l_fcres,
                p->out_ln_w + lc, l_mean2, l_rstd2, BT, C);
         KERNEL(m, err, dropout_bwd, dl_fcproj, dl_ln1, dl_fcres, BTC, ph, seed,
-               drop_stream(BERT_A_FC_RES, l));
+               drop_stream(TUNEP_BERT_DROP_FC_RES, l));
         KERNEL(m, err, matmul_bwd, dl_gelu, g->fc_o_w + lci, g->fc_o_b + lc, dl_fcproj, l_gelu,
                p->fc_o_w + lci, BT, I, C, 0);
         KERNEL(m, err, gelu_bwd, dl_fc, dl_gelu, l_fc, BTI);
@@ -492,18 +492,18 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         KERNEL(m, err, layernorm_bwd, dl_res, g->att_ln_w + lc, g->att_ln_b + lc, dl_ln1, l_res,
                p->att_ln_w + lc, l_mean1, l_rstd1, BT, C);
         KERNEL(m, err, dropout_bwd, dl_proj, dx, dl_res, BTC, ph, seed,
-               drop_stream(BERT_A_ATT_RES, l));
+               drop_stream(TUNEP_BERT_DROP_ATT_RES, l));
         KERNEL(m, err, matmul_bwd, dl_ctx, g->att_o_w + lcc, g->att_o_b + lc, dl_proj, l_ctx,
                p->att_o_w + lcc, BT, C, C, 0);
         KERNEL(m, err, attention_bwd, dl_qkv, dl_qkv + C, dl_qkv + 2 * C, d->preatt, d->att,
                d->att_drop, dl_ctx, l_qkv, l_qkv + C, l_qkv + 2 * C, l_att, l_att_drop, mask, B, T,
-               C, NH, 3 * C, pa, seed, drop_stream(BERT_A_ATT_DROP, l));
+               C, NH, 3 * C, pa, seed, drop_stream(TUNEP_BERT_DROP_ATT, l));
         KERNEL(m, err, matmul_bwd, dx, g->q_w + l * qkv_w, g->q_b + l * qkv_b, dl_qkv, x,
                p->q_w + l * qkv_w, BT, C, 3 * C, 1);
     }
 
     KERNEL(m, err, dropout_bwd, d->emb_ln, NULL, d->emb_drop, BTC, ph, seed,
-           drop_stream(BERT_A_EMB_DROP, 0));
+           drop_stream(TUNEP_BERT_DROP_EMB, 0));
     KERNEL(m, err, layernorm_bwd, d->emb, g->emb_ln_w, g->emb_ln_b, d->emb_ln, a->emb, p->emb_ln_w,
            a->emb_mean, a->emb_rstd, BT, C);
     KERNEL(m, err, embed_bwd, g->word_emb, g->pos_emb, g->type_emb, d->emb, ids, types, B, T, C);
