@@ -255,37 +255,38 @@ static tune_status t_matmul_fwd(void *ctx, float *out, const float *inp, const f
 }
 
 static tune_status t_matmul_bwd(void *ctx, float *dinp, float *dw, float *db, const float *dout,
-                                const float *inp, const float *w, int N, int IC, int OC)
+                                const float *inp, const float *w, int N, int IC, int OC,
+                                int accumulate)
 {
     char shape[48];
     gemm_shape(shape, sizeof shape, N, IC, OC);
     TIMED("matmul_bwd", shape, (dinp ? 4.0 : 2.0) * N * IC * OC,
-          timing.real->matmul_bwd(ctx, dinp, dw, db, dout, inp, w, N, IC, OC));
+          timing.real->matmul_bwd(ctx, dinp, dw, db, dout, inp, w, N, IC, OC, accumulate));
 }
 
 static tune_status t_attention_fwd(void *ctx, float *out, float *att, float *att_drop,
                                    const float *q, const float *k, const float *v,
-                                   const int32_t *mask, int B, int T, int C, int NH, double p,
-                                   uint64_t seed, uint64_t stream)
+                                   const int32_t *mask, int B, int T, int C, int NH, int ld,
+                                   double p, uint64_t seed, uint64_t stream)
 {
     char shape[48];
     snprintf(shape, sizeof shape, "B%d T%d C%d NH%d", B, T, C, NH);
     TIMED("attention_fwd", shape, 4.0 * B * T * T * C,
-          timing.real->attention_fwd(ctx, out, att, att_drop, q, k, v, mask, B, T, C, NH, p, seed,
-                                     stream));
+          timing.real->attention_fwd(ctx, out, att, att_drop, q, k, v, mask, B, T, C, NH, ld, p,
+                                     seed, stream));
 }
 
 static tune_status t_attention_bwd(void *ctx, float *dq, float *dk, float *dv, float *dpreatt,
                                    float *datt, float *datt_drop, const float *dout, const float *q,
                                    const float *k, const float *v, const float *att,
                                    const float *att_drop, const int32_t *mask, int B, int T, int C,
-                                   int NH, double p, uint64_t seed, uint64_t stream)
+                                   int NH, int ld, double p, uint64_t seed, uint64_t stream)
 {
     char shape[48];
     snprintf(shape, sizeof shape, "B%d T%d C%d NH%d", B, T, C, NH);
     TIMED("attention_bwd", shape, 8.0 * B * T * T * C,
           timing.real->attention_bwd(ctx, dq, dk, dv, dpreatt, datt, datt_drop, dout, q, k, v, att,
-                                     att_drop, mask, B, T, C, NH, p, seed, stream));
+                                     att_drop, mask, B, T, C, NH, ld, p, seed, stream));
 }
 
 static tune_status t_gelu_fwd(void *ctx, float *out, const float *inp, size_t n)
@@ -385,12 +386,13 @@ static const char *gemm_role(const char *shape, int B, int T, int C, int I, int 
 {
     static const struct {
         const char *role;
-        int n, ic, oc; /* 0: B*T, 1: B, 2: C, 3: I, 4: K */
-    } roles[] = {{"q/k/v/out proj", 0, 2, 2},
+        int n, ic, oc; /* 0: B*T, 1: B, 2: C, 3: I, 4: K, 5: 3C */
+    } roles[] = {{"q/k/v proj (fused)", 0, 2, 5},
+                 {"attn out proj", 0, 2, 2},
                  {"ffn up", 0, 2, 3},
                  {"ffn down", 0, 3, 2},
                  {"classifier", 1, 2, 4}};
-    const int v[5] = {B * T, B, C, I, K};
+    const int v[6] = {B * T, B, C, I, K, 3 * C};
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
         char want[48];
         gemm_shape(want, sizeof want, v[roles[i].n], v[roles[i].ic], v[roles[i].oc]);

@@ -8,15 +8,15 @@
  * Invariants: all memory is six backend arenas (params, grads, AdamW m and
  * v, acts, grad-acts) plus the int32 inputs, allocated at creation for
  * (B_max, T_max) from bert_layout.c and never resized; every kernel call
- * goes through the table (no backend #ifdefs here). Backward kernels
- * accumulate (into activation gradients, then parameter gradients), so the
- * backward pass zeroes each activation gradient just before the first
- * kernel that adds into it, which also lets layers share the gradient
- * buffers that live inside one layer (grad column 2 of BERT_ACTS): zeroing
- * the whole grad-acts arena up front (~90 MB for bert-tiny at 32x128) wrote
- * it all to memory and read it back, while a buffer zeroed just in time is
- * still in cache when the kernel reads it. Dropout masks are keyed by
- * (seed, stream of (activation id, layer), element index), so backward
+ * goes through the table (no backend #ifdefs here). Backward kernels add
+ * into parameter gradients but write each activation gradient's first
+ * contribution (kernels_tmpl.h), so no activation gradient is zeroed: the
+ * residual stream's second contribution (the FFN input's and the layer
+ * input's) is the only one added, through matmul_bwd's accumulate. That
+ * also lets layers share the gradient buffers that live inside one layer
+ * (grad column 2 of BERT_ACTS) with no clearing between layers; zeroing
+ * before each first writer cost 2-4% of a step. Dropout masks are keyed by
+ * (seed, stream of (dropout site, layer), element index), so backward
  * regenerates them.
  * References: Devlin et al. 2019; Hugging Face modeling_bert.py
  * (BertForSequenceClassification); torch.optim.AdamW and
@@ -245,7 +245,8 @@ tune_status tunep_bert_init_weights(struct tunep_bert *m, uint64_t seed, tune_er
                                       ? (real)0
                                       : (real)(0.02 * trunc_normal(seed, id, (int)l, i));
             }
-            TRY(m->be->upload(m->be->ctx, m->params_mem + lay->param_offset[id] + l * n,
+            TRY(m->be->upload(m->be->ctx,
+                              m->params_mem + lay->param_offset[id] + l * lay->param_stride[id],
                               m->host_real, n * sizeof(real), err));
         }
     }
@@ -311,9 +312,9 @@ static tune_status upload_inputs(struct tunep_bert *m, const struct tunep_bert_b
     return TUNE_OK;
 }
 
-static uint64_t drop_stream(enum bert_act id, int layer)
+static uint64_t drop_stream(enum tunep_bert_drop_site site, int layer)
 {
-    return tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, (int)id, 0, layer);
+    return tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, (int)site, 0, layer);
 }
 
 tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_batch *batch,
@@ -335,6 +336,9 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
     const size_t BTC = (size_t)BT * (size_t)C, BTI = (size_t)BT * (size_t)I;
     const size_t BT_ = (size_t)BT, NTT = (size_t)B * (size_t)NH * (size_t)T * (size_t)T;
     const double eps = m->cfg.ln_eps;
+    /* Layer strides of the fused query/key/value weight and bias (BERT_STACKS). */
+    const size_t qkv_w = m->max_layout.param_stride[BERT_P_Q_W];
+    const size_t qkv_b = m->max_layout.param_stride[BERT_P_Q_B];
     const double ph = train ? m->cfg.hidden_dropout : 0.0;
     const double pa = train ? m->cfg.attn_dropout : 0.0;
     const size_t nmax = (size_t)m->B_max * (size_t)m->T_max;
@@ -350,13 +354,13 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
     KERNEL(m, err, layernorm_fwd, a->emb_ln, a->emb_mean, a->emb_rstd, a->emb, p->emb_ln_w,
            p->emb_ln_b, BT, C, eps);
     KERNEL(m, err, dropout_fwd, a->emb_drop, a->emb_ln, NULL, BTC, ph, dropout_seed,
-           drop_stream(BERT_A_EMB_DROP, 0));
+           drop_stream(TUNEP_BERT_DROP_EMB, 0));
 
     const real *x = a->emb_drop;
     for (int l = 0; l < L; l++) {
         const size_t lc = (size_t)l * (size_t)C, lcc = lc * (size_t)C;
         const size_t li = (size_t)l * (size_t)I, lci = li * (size_t)C;
-        real *l_q = a->q + l * BTC, *l_k = a->k + l * BTC, *l_v = a->v + l * BTC;
+        real *l_qkv = a->qkv + 3 * l * BTC;
         real *l_att = a->att + l * NTT, *l_att_drop = a->att_drop + l * NTT;
         real *l_ctx = a->att_ctx + l * BTC, *l_proj = a->att_proj + l * BTC;
         real *l_res = a->att_res + l * BTC, *l_ln1 = a->att_ln + l * BTC;
@@ -366,21 +370,20 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
         real *l_mean2 = a->out_mean + l * BT_, *l_rstd2 = a->out_rstd + l * BT_;
         real *l_out = a->out_ln + l * BTC;
 
-        KERNEL(m, err, matmul_fwd, l_q, x, p->q_w + lcc, p->q_b + lc, BT, C, C);
-        KERNEL(m, err, matmul_fwd, l_k, x, p->k_w + lcc, p->k_b + lc, BT, C, C);
-        KERNEL(m, err, matmul_fwd, l_v, x, p->v_w + lcc, p->v_b + lc, BT, C, C);
-        KERNEL(m, err, attention_fwd, l_ctx, l_att, l_att_drop, l_q, l_k, l_v, mask, B, T, C, NH,
-               pa, dropout_seed, drop_stream(BERT_A_ATT_DROP, l));
+        /* one GEMM for the query, key and value rows of l_qkv */
+        KERNEL(m, err, matmul_fwd, l_qkv, x, p->q_w + l * qkv_w, p->q_b + l * qkv_b, BT, C, 3 * C);
+        KERNEL(m, err, attention_fwd, l_ctx, l_att, l_att_drop, l_qkv, l_qkv + C, l_qkv + 2 * C,
+               mask, B, T, C, NH, 3 * C, pa, dropout_seed, drop_stream(TUNEP_BERT_DROP_ATT, l));
         KERNEL(m, err, matmul_fwd, l_proj, l_ctx, p->att_o_w + lcc, p->att_o_b + lc, BT, C, C);
         KERNEL(m, err, dropout_fwd, l_res, l_proj, x, BTC, ph, dropout_seed,
-               drop_stream(BERT_A_ATT_RES, l));
+               drop_stream(TUNEP_BERT_DROP_ATT_RES, l));
         KERNEL(m, err, layernorm_fwd, l_ln1, l_mean1, l_rstd1, l_res, p->att_ln_w + lc,
                p->att_ln_b + lc, BT, C, eps);
         KERNEL(m, err, matmul_fwd, l_fc, l_ln1, p->fc_w + lci, p->fc_b + li, BT, C, I);
         KERNEL(m, err, gelu_fwd, l_gelu, l_fc, BTI);
         KERNEL(m, err, matmul_fwd, l_fcproj, l_gelu, p->fc_o_w + lci, p->fc_o_b + lc, BT, I, C);
         KERNEL(m, err, dropout_fwd, l_fcres, l_fcproj, l_ln1, BTC, ph, dropout_seed,
-               drop_stream(BERT_A_FC_RES, l));
+               drop_stream(TUNEP_BERT_DROP_FC_RES, l));
         KERNEL(m, err, layernorm_fwd, l_out, l_mean2, l_rstd2, l_fcres, p->out_ln_w + lc,
                p->out_ln_b + lc, BT, C, eps);
         x = l_out;
@@ -388,7 +391,7 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
 
     KERNEL(m, err, pooler_fwd, a->pool, a->pool_pre, x, p->pool_w, p->pool_b, B, T, C);
     KERNEL(m, err, dropout_fwd, a->pool_drop, a->pool, NULL, (size_t)B * (size_t)C, ph,
-           dropout_seed, drop_stream(BERT_A_POOL_DROP, 0));
+           dropout_seed, drop_stream(TUNEP_BERT_DROP_POOL, 0));
     KERNEL(m, err, matmul_fwd, a->logits, a->pool_drop, p->cls_w, p->cls_b, B, C, K);
 
     double loss = 0.0;
@@ -416,47 +419,6 @@ tune_status tunep_bert_forward(struct tunep_bert *m, const struct tunep_bert_bat
 #define DL(field, id, size)                                                                        \
     (d->field + (tunep_bert_act_info[BERT_A_##id].grad == 1 ? (size_t)l * (size) : 0))
 
-/* Zeroes n elements of an activation gradient (see the invariant above). */
-#define ZERO(ptr, n) TRY(m->be->memzero(m->be->ctx, (ptr), (size_t)(n) * sizeof(real), err))
-
-/*
- * Zeroes the gradient buffers of activations first..last (table order) of
- * layer l in as few backend calls as the layout allows: rows whose buffer
- * all layers share (grad column 2) lie end to end in table order, so a run
- * of them is one memzero. Each memzero is a parallel region on the CPU, and
- * a machine shared with other jobs makes every barrier cost: one call per
- * group instead of one per buffer. Rows with a per-layer buffer get their
- * own call for layer l.
- */
-static tune_status zero_grads(struct tunep_bert *m, enum bert_act first, enum bert_act last, int l,
-                              tune_error *err)
-{
-    const struct tunep_bert_layout *lay = &m->layout;
-    size_t run_lo = 0, run_n = 0; /* the pending run of shared buffers, in elements */
-    for (int id = (int)first; id <= (int)last; id++) {
-        int grad = tunep_bert_act_info[id].grad;
-        size_t lo = lay->grad_offset[id], n = lay->act_size[id];
-        if (grad == 0)
-            continue;
-        if (grad == 2 && run_n > 0 && run_lo + run_n == lo) {
-            run_n += n;
-            continue;
-        }
-        if (run_n > 0)
-            ZERO(m->dacts_mem + run_lo, run_n);
-        run_n = 0;
-        if (grad == 2) {
-            run_lo = lo;
-            run_n = n;
-        } else {
-            ZERO(m->dacts_mem + lo + (tunep_bert_act_info[id].layered ? (size_t)l * n : 0), n);
-        }
-    }
-    if (run_n > 0)
-        ZERO(m->dacts_mem + run_lo, run_n);
-    return TUNE_OK;
-}
-
 tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
 {
     if (!m)
@@ -473,6 +435,8 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
     const size_t nmax = (size_t)m->B_max * (size_t)m->T_max;
     const int32_t *ids = m->inputs_mem, *types = ids + nmax, *mask = types + nmax;
     const int32_t *labels = mask + nmax;
+    const size_t qkv_w = m->max_layout.param_stride[BERT_P_Q_W];
+    const size_t qkv_b = m->max_layout.param_stride[BERT_P_Q_B];
     const struct tunep_bert_params *p = &m->params, *g = &m->grads;
     const struct tunep_bert_acts *a = &m->acts, *d = &m->dacts;
 
@@ -482,17 +446,13 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         m->host_real[b] = (real)(1.0 / B);
     TRY(m->be->upload(m->be->ctx, d->losses, m->host_real, (size_t)B * sizeof(real), err));
 
-    ZERO(d->logits, (size_t)B * (size_t)K);
     KERNEL(m, err, softmax_xent_bwd, d->logits, d->losses, a->probs, labels, B, K);
-    ZERO(d->pool_drop, BC);
     KERNEL(m, err, matmul_bwd, d->pool_drop, g->cls_w, g->cls_b, d->logits, a->pool_drop, p->cls_w,
-           B, C, K);
-    ZERO(d->pool, BC);
+           B, C, K, 0);
     KERNEL(m, err, dropout_bwd, d->pool, NULL, d->pool_drop, BC, ph, seed,
-           drop_stream(BERT_A_POOL_DROP, 0));
+           drop_stream(TUNEP_BERT_DROP_POOL, 0));
     const size_t last = (size_t)(L - 1) * BTC;
-    ZERO(d->pool_pre, BC);
-    ZERO(d->out_ln + last, BTC); /* the pooler reaches only t = 0 */
+    /* the pooler writes the last layer's output gradient: 0 beyond t = 0 */
     KERNEL(m, err, pooler_bwd, d->out_ln + last, g->pool_w, g->pool_b, d->pool_pre, d->pool,
            a->pool, a->out_ln + last, p->pool_w, B, T, C);
 
@@ -501,7 +461,7 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         const size_t li = (size_t)l * (size_t)I, lci = li * (size_t)C;
         const real *x = l == 0 ? a->emb_drop : a->out_ln + (size_t)(l - 1) * BTC;
         real *dx = l == 0 ? d->emb_drop : d->out_ln + (size_t)(l - 1) * BTC;
-        const real *l_q = a->q + l * BTC, *l_k = a->k + l * BTC, *l_v = a->v + l * BTC;
+        const real *l_qkv = a->qkv + 3 * l * BTC;
         const real *l_att = a->att + l * NTT, *l_att_drop = a->att_drop + l * NTT;
         const real *l_ctx = a->att_ctx + l * BTC, *l_res = a->att_res + l * BTC;
         const real *l_ln1 = a->att_ln + l * BTC;
@@ -509,54 +469,47 @@ tune_status tunep_bert_backward(struct tunep_bert *m, tune_error *err)
         const real *l_fc = a->fc + l * BTI, *l_gelu = a->fc_gelu + l * BTI;
         const real *l_fcres = a->fc_res + l * BTC;
         const real *l_mean2 = a->out_mean + l * BT_, *l_rstd2 = a->out_rstd + l * BT_;
-        real *dl_q = DL(q, Q, BTC), *dl_k = DL(k, K, BTC), *dl_v = DL(v, V, BTC);
+        real *dl_qkv = DL(qkv, QKV, 3 * BTC);
         real *dl_ctx = DL(att_ctx, ATT_CTX, BTC), *dl_proj = DL(att_proj, ATT_PROJ, BTC);
         real *dl_res = DL(att_res, ATT_RES, BTC), *dl_ln1 = DL(att_ln, ATT_LN, BTC);
         real *dl_fc = DL(fc, FC, BTI), *dl_gelu = DL(fc_gelu, FC_GELU, BTI);
         real *dl_fcproj = DL(fc_proj, FC_PROJ, BTC), *dl_fcres = DL(fc_res, FC_RES, BTC);
         real *dl_out = DL(out_ln, OUT_LN, BTC);
 
-        /* dl_out was zeroed before its first writer: the pooler for the
-         * last layer, the next layer's residual dropout_bwd otherwise.
-         * The feed-forward block's gradients (att_ln .. fc_res): */
-        TRY(zero_grads(m, BERT_A_ATT_LN, BERT_A_FC_RES, l, err));
+        /* dl_out was written by the pooler (last layer) or by the next
+         * layer's residual dropout_bwd. The feed-forward block: */
         KERNEL(m, err, layernorm_bwd, dl_fcres, g->out_ln_w + lc, g->out_ln_b + lc, dl_out, l_fcres,
                p->out_ln_w + lc, l_mean2, l_rstd2, BT, C);
         KERNEL(m, err, dropout_bwd, dl_fcproj, dl_ln1, dl_fcres, BTC, ph, seed,
-               drop_stream(BERT_A_FC_RES, l));
+               drop_stream(TUNEP_BERT_DROP_FC_RES, l));
         KERNEL(m, err, matmul_bwd, dl_gelu, g->fc_o_w + lci, g->fc_o_b + lc, dl_fcproj, l_gelu,
-               p->fc_o_w + lci, BT, I, C);
+               p->fc_o_w + lci, BT, I, C, 0);
         KERNEL(m, err, gelu_bwd, dl_fc, dl_gelu, l_fc, BTI);
+        /* dl_ln1's second contribution (the residual's came first) */
         KERNEL(m, err, matmul_bwd, dl_ln1, g->fc_w + lci, g->fc_b + li, dl_fc, l_ln1, p->fc_w + lci,
-               BT, C, I);
-        /* the attention block's (q .. att_res) and the layer input's */
-        TRY(zero_grads(m, BERT_A_Q, BERT_A_ATT_RES, l, err));
-        ZERO(dx, BTC);
+               BT, C, I, 1);
+        /* the attention block; dropout_bwd writes the layer input's first contribution */
         KERNEL(m, err, layernorm_bwd, dl_res, g->att_ln_w + lc, g->att_ln_b + lc, dl_ln1, l_res,
                p->att_ln_w + lc, l_mean1, l_rstd1, BT, C);
         KERNEL(m, err, dropout_bwd, dl_proj, dx, dl_res, BTC, ph, seed,
-               drop_stream(BERT_A_ATT_RES, l));
+               drop_stream(TUNEP_BERT_DROP_ATT_RES, l));
         KERNEL(m, err, matmul_bwd, dl_ctx, g->att_o_w + lcc, g->att_o_b + lc, dl_proj, l_ctx,
-               p->att_o_w + lcc, BT, C, C);
-        KERNEL(m, err, attention_bwd, dl_q, dl_k, dl_v, d->preatt, d->att, d->att_drop, dl_ctx, l_q,
-               l_k, l_v, l_att, l_att_drop, mask, B, T, C, NH, pa, seed,
-               drop_stream(BERT_A_ATT_DROP, l));
-        KERNEL(m, err, matmul_bwd, dx, g->q_w + lcc, g->q_b + lc, dl_q, x, p->q_w + lcc, BT, C, C);
-        KERNEL(m, err, matmul_bwd, dx, g->k_w + lcc, g->k_b + lc, dl_k, x, p->k_w + lcc, BT, C, C);
-        KERNEL(m, err, matmul_bwd, dx, g->v_w + lcc, g->v_b + lc, dl_v, x, p->v_w + lcc, BT, C, C);
+               p->att_o_w + lcc, BT, C, C, 0);
+        KERNEL(m, err, attention_bwd, dl_qkv, dl_qkv + C, dl_qkv + 2 * C, d->preatt, d->att,
+               d->att_drop, dl_ctx, l_qkv, l_qkv + C, l_qkv + 2 * C, l_att, l_att_drop, mask, B, T,
+               C, NH, 3 * C, pa, seed, drop_stream(TUNEP_BERT_DROP_ATT, l));
+        KERNEL(m, err, matmul_bwd, dx, g->q_w + l * qkv_w, g->q_b + l * qkv_b, dl_qkv, x,
+               p->q_w + l * qkv_w, BT, C, 3 * C, 1);
     }
 
-    ZERO(d->emb_ln, BTC);
     KERNEL(m, err, dropout_bwd, d->emb_ln, NULL, d->emb_drop, BTC, ph, seed,
-           drop_stream(BERT_A_EMB_DROP, 0));
-    ZERO(d->emb, BTC);
+           drop_stream(TUNEP_BERT_DROP_EMB, 0));
     KERNEL(m, err, layernorm_bwd, d->emb, g->emb_ln_w, g->emb_ln_b, d->emb_ln, a->emb, p->emb_ln_w,
            a->emb_mean, a->emb_rstd, BT, C);
     KERNEL(m, err, embed_bwd, g->word_emb, g->pos_emb, g->type_emb, d->emb, ids, types, B, T, C);
     return TUNE_OK;
 }
 
-#undef ZERO
 #undef DL
 
 tune_status tunep_bert_zero_grad(struct tunep_bert *m, tune_error *err)
@@ -591,9 +544,13 @@ tune_status tunep_bert_adamw_step(struct tunep_bert *m, const struct tunep_adamw
         scale = coef < 1.0 ? coef : 1.0;
     }
     m->step++;
+    /* One call per stack of rows (a row not stacked is a stack of one): a
+     * stack's rows share their decay and lie end to end from its first row. */
     for (int id = 0; id < BERT_PARAM_COUNT; id++) {
+        if (tunep_bert_param_stack((enum bert_param)id) != (enum bert_param)id)
+            continue;
         size_t off = lay->param_offset[id];
-        size_t n = lay->param_size[id] * layers_of(m, (enum bert_param)id);
+        size_t n = lay->param_stride[id] * layers_of(m, (enum bert_param)id);
         double wd = tunep_bert_param_info[id].decay ? opt->weight_decay : 0.0;
         KERNEL(m, err, adamw_step, m->params_mem + off, m->m_mem + off, m->v_mem + off,
                m->grads_mem + off, n, lr, opt->beta1, opt->beta2, opt->eps, wd, scale, m->step);
@@ -618,7 +575,7 @@ static tune_status tensor_at(const struct tunep_bert *m, enum bert_param id, int
     if (n != size)
         return tunep_error_set(err, TUNE_EINVAL, "bert: tensor '%s' has %zu elements, not %zu",
                                tunep_bert_param_info[id].name, size, n);
-    *ret_offset = m->max_layout.param_offset[id] + (size_t)layer * size;
+    *ret_offset = m->max_layout.param_offset[id] + (size_t)layer * m->max_layout.param_stride[id];
     return TUNE_OK;
 }
 

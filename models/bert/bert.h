@@ -68,7 +68,8 @@ enum bert_init { BERT_INIT_ZEROS, BERT_INIT_ONES, BERT_INIT_NORMAL };
  * initialisation (HF: Linear and Embedding ~ N(0, 0.02), here truncated at
  * 2 sd; LayerNorm 1/0; biases 0), and the Hugging Face checkpoint name
  * (BERT_LAYER: "%d" = layer). Arena order is table order, each per-layer
- * tensor holding all L layers.
+ * tensor holding all L layers, except that the rows of a stack (BERT_STACKS
+ * below) interleave layer by layer.
  *
  * Used as a value, a shape is the element count per layer. A row macro that
  * needs the dimensions pastes BERT_DIMS_ onto the shape argument itself
@@ -117,6 +118,24 @@ enum bert_init { BERT_INIT_ZEROS, BERT_INIT_ONES, BERT_INIT_NORMAL };
 
 #define BERT_PARAM_ENUM_ROW(id, field, shape, layered, decay, init, name) BERT_P_##id,
 enum bert_param { BERT_PARAMS(BERT_PARAM_ENUM_ROW) BERT_PARAM_COUNT };
+
+/*
+ * Per-layer rows stacked into one matrix per layer: layer l of each row
+ * lies right after layer l of the row before it in the stack, so one
+ * layer's query, key and value projections are one (3C, C) weight and one
+ * 3C bias, and the model computes them with one GEMM. The rows keep
+ * everything else of their own (checkpoint names and shapes,
+ * initialisation, the tensor accessors); only their arena position
+ * changes. A stack takes the arena position of its first row, which must
+ * come first in table order; all its rows share layered and decay (AdamW
+ * updates a stack as one range). Rows of equal width, stacked along dim 0.
+ */
+#define BERT_STACKS(X)                                                                             \
+    X(Q_W, K_W, V_W)                                                                               \
+    X(Q_B, K_B, V_B)
+
+/* The first row of id's stack; id itself when id is not stacked. */
+enum bert_param tunep_bert_param_stack(enum bert_param id);
 
 /* The table's config-independent columns, per parameter; the shape depends
  * on the config: see tunep_bert_param_shape(). */
@@ -168,9 +187,7 @@ enum tunep_bert_arena {
     X(EMB_RSTD,  emb_rstd,  B * T,           0, 1, 0)                                              \
     X(EMB_LN,    emb_ln,    B * T * C,       0, 1, 1)                                              \
     X(EMB_DROP,  emb_drop,  B * T * C,       0, 1, 1) /* input of layer 0 */                       \
-    X(Q,         q,         B * T * C,       1, 1, 2)                                              \
-    X(K,         k,         B * T * C,       1, 1, 2)                                              \
-    X(V,         v,         B * T * C,       1, 1, 2)                                              \
+    X(QKV,       qkv,       B * T * 3 * C,   1, 1, 2) /* query | key | value per row */          \
     X(PREATT,    preatt,    B * NH * T * T,  1, 0, 2) /* scaled scores: gradient only */           \
     X(ATT,       att,       B * NH * T * T,  1, 1, 2) /* probabilities */                          \
     X(ATT_DROP,  att_drop,  B * NH * T * T,  1, 1, 2) /* probabilities after dropout */            \
@@ -210,7 +227,10 @@ extern const struct tunep_bert_act_info tunep_bert_act_info[BERT_ACT_COUNT];
 struct tunep_bert_layout {
     int B, T;
     size_t param_size[BERT_PARAM_COUNT];   /* per layer (whole tensor when not layered) */
-    size_t param_offset[BERT_PARAM_COUNT]; /* into the params arena (also grads, m, v) */
+    size_t param_offset[BERT_PARAM_COUNT]; /* layer 0, into the params arena (also grads, m, v) */
+    /* from one layer to the next: param_size, or the stack's per-layer total
+     * (BERT_STACKS); layer l of id is at param_offset + l * param_stride */
+    size_t param_stride[BERT_PARAM_COUNT];
     size_t param_total;
     size_t act_size[BERT_ACT_COUNT];   /* per layer */
     size_t act_offset[BERT_ACT_COUNT]; /* into the acts arena; unused when !act */

@@ -2,11 +2,12 @@
  * bert_layout.c - BERT configuration checks and the arena layout, as pure
  * arithmetic over the tensor tables of bert.h.
  *
- * Invariants: every offset is a prefix sum in table order (no padding), so
- * an arena is one contiguous block that kernels such as AdamW and the
- * gradient norm can treat as flat; sizes grow monotonically with B and T,
- * so arenas sized for (B_max, T_max) hold any smaller batch. No allocation,
- * no backend.
+ * Invariants: every offset is a prefix sum in table order (no padding), a
+ * stack of parameter rows (BERT_STACKS) counting as one row whose layers
+ * hold each member's layer in turn, so an arena is one contiguous block
+ * that kernels such as AdamW and the gradient norm can treat as flat; sizes
+ * grow monotonically with B and T, so arenas sized for (B_max, T_max) hold
+ * any smaller batch. No allocation, no backend.
  */
 #include "models/bert/bert.h"
 
@@ -117,6 +118,18 @@ void tunep_bert_param_name(enum bert_param id, int layer, char *buf, size_t size
     }
 }
 
+enum bert_param tunep_bert_param_stack(enum bert_param id)
+{
+    switch (id) {
+#define BERT_STACK_ROW(first, second, third)                                                       \
+    case BERT_P_##second:                                                                          \
+    case BERT_P_##third: return BERT_P_##first;
+        BERT_STACKS(BERT_STACK_ROW)
+#undef BERT_STACK_ROW
+        default: return id;
+    }
+}
+
 static int set_dims(int64_t dims[2], int ndim, size_t rows, size_t cols)
 {
     dims[0] = (int64_t)rows;
@@ -162,13 +175,28 @@ tune_status tunep_bert_layout_compute(const struct tunep_bert_config *cfg, int b
     const size_t B = (size_t)batch, T = (size_t)seq_len;
 
     struct tunep_bert_layout lay = {.B = batch, .T = seq_len};
-    size_t off = 0;
 #define BERT_PARAM_LAYOUT_ROW(id, fld, shape, layered, decay, init, hf)                            \
-    lay.param_size[BERT_P_##id] = (shape);                                                         \
-    lay.param_offset[BERT_P_##id] = off;                                                           \
-    off += (shape) * ((layered) ? L : 1);
+    lay.param_size[BERT_P_##id] = (shape);
     BERT_PARAMS(BERT_PARAM_LAYOUT_ROW)
 #undef BERT_PARAM_LAYOUT_ROW
+    /* A row not stacked is a stack of one; the later rows of a stack are
+     * placed with its first. */
+    size_t off = 0;
+    for (int id = 0; id < BERT_PARAM_COUNT; id++) {
+        if (tunep_bert_param_stack((enum bert_param)id) != (enum bert_param)id)
+            continue;
+        size_t stride = 0;
+        for (int m = id; m < BERT_PARAM_COUNT; m++) {
+            if (tunep_bert_param_stack((enum bert_param)m) == (enum bert_param)id) {
+                lay.param_offset[m] = off + stride;
+                stride += lay.param_size[m];
+            }
+        }
+        for (int m = id; m < BERT_PARAM_COUNT; m++)
+            if (tunep_bert_param_stack((enum bert_param)m) == (enum bert_param)id)
+                lay.param_stride[m] = stride;
+        off += stride * (tunep_bert_param_info[id].layered ? L : 1);
+    }
     lay.param_total = off;
 
     {

@@ -13,7 +13,7 @@
 #define TUNEP_MR TUNEP_HREAL
 
 /* One pointer per parameter tensor (layer 0 of per-layer tensors; layer l is
- * at + l * layout.param_size[id]). The same struct views params, grads, m, v. */
+ * at + l * layout.param_stride[id]). The same struct views params, grads, m, v. */
 #define TUNEP_BERT_PARAM_PTR_ROW(id, field, shape, layered, decay, init, name) TUNEP_MR *field;
 struct tunep_bert_params {
     BERT_PARAMS(TUNEP_BERT_PARAM_PTR_ROW)

@@ -27,7 +27,19 @@
 
 enum tunep_bert_rng_purpose {
     TUNEP_BERT_RNG_INIT = 1,    /* weight initialisation; tensor id = enum bert_param */
-    TUNEP_BERT_RNG_DROPOUT = 2, /* dropout masks; tensor id = enum bert_act */
+    TUNEP_BERT_RNG_DROPOUT = 2, /* dropout masks; tensor id = enum tunep_bert_drop_site */
+};
+
+/* The tensor ids of the dropout streams: fixed numbers (each site's row in
+ * the activation table as it was when the query, key and value activations
+ * were three rows), so that a seed's masks do not move when rows of that
+ * table are added, merged or reordered. */
+enum tunep_bert_drop_site {
+    TUNEP_BERT_DROP_EMB = 4,      /* embeddings, after their LayerNorm */
+    TUNEP_BERT_DROP_ATT = 10,     /* attention probabilities */
+    TUNEP_BERT_DROP_ATT_RES = 13, /* attention output, before the residual */
+    TUNEP_BERT_DROP_FC_RES = 20,  /* feed-forward output, before the residual */
+    TUNEP_BERT_DROP_POOL = 26,    /* pooler output */
 };
 
 /* Philox4x32-10: out[0..3] from counter (ctr_lo, ctr_hi) and key. */

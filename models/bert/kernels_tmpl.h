@@ -8,14 +8,16 @@
  *
  * Conventions: outputs first, then const inputs, then
  * dimensions; ctx is the backend's context (threads, stream, handles).
- * Every _bwd kernel ADDS (+=) into every gradient it writes, activation and
- * parameter gradients alike, so callers zero gradients once and gradient
- * accumulation is free. Pointers are backend memory; token ids, types, masks
- * and labels were validated by the caller. Kernels return TUNE_OK or
- * TUNE_EDEVICE; the CPU ones cannot fail.
- * Dropout masks come from bert_rng.h, keyed by (seed, stream, element index):
- * an element is kept iff its 32-bit draw is >= tunep_dropout_threshold(p) and
- * kept elements are scaled by 1/(1-p); p == 0 is the identity.
+ * Every _bwd kernel ADDS (+=) into the parameter gradients it computes, so
+ * callers zero them once and gradient accumulation is free, and WRITES (=)
+ * the activation gradients it computes, each being that activation's first
+ * (in the model, only) contribution: no caller zeroes them first. The one
+ * activation gradient with two contributions, the residual stream's,
+ * takes the second through matmul_bwd's accumulate. Pointers are backend memory; token ids, types,
+ * masks and labels were validated by the caller. Kernels return TUNE_OK or TUNE_EDEVICE; the CPU
+ * ones cannot fail. Dropout masks come from bert_rng.h, keyed by (seed, stream, element index): an
+ * element is kept iff its 32-bit draw is >= tunep_dropout_threshold(p) and kept elements are scaled
+ * by 1/(1-p); p == 0 is the identity.
  */
 #define TUNEP_KR TUNEP_HREAL
 
@@ -42,30 +44,32 @@ struct tunep_kernels {
      * as in Hugging Face checkpoints, b (OC) or NULL. */
     tune_status (*matmul_fwd)(void *ctx, TUNEP_KR *out, const TUNEP_KR *inp, const TUNEP_KR *w,
                               const TUNEP_KR *b, int N, int IC, int OC);
-    /* dinp (N,IC), dw (OC,IC), db (OC) or NULL. */
+    /* dinp (N,IC) or NULL, written, or added into when accumulate != 0;
+     * dw (OC,IC), db (OC) or NULL. */
     tune_status (*matmul_bwd)(void *ctx, TUNEP_KR *dinp, TUNEP_KR *dw, TUNEP_KR *db,
                               const TUNEP_KR *dout, const TUNEP_KR *inp, const TUNEP_KR *w, int N,
-                              int IC, int OC);
+                              int IC, int OC, int accumulate);
 
     /* Multi-head self-attention core, heads of HS = C/NH channels:
-     * q, k, v, out (B,T,C); att (B,NH,T,T) softmax probabilities before
-     * dropout; att_drop (B,NH,T,T) after dropout (unused when p == 0);
-     * mask (B,T): 1 = real token, 0 = padding key. Masked keys get
-     * probability 0; a row with no valid key is uniform, as Hugging Face's
-     * additive finfo.min mask gives. out = att_drop . v per head. Dropout
-     * element index: position in att_drop. */
+     * q, k, v (B,T,C) with rows ld >= C elements apart (ld = 3C reads them
+     * off one (B,T,3C) query/key/value projection), out (B,T,C); att (B,NH,T,T) softmax
+     * probabilities before dropout; att_drop (B,NH,T,T) after dropout (unused when p == 0); mask
+     * (B,T): 1 = real token, 0 = padding key. Masked keys get probability 0; a row with no valid
+     * key is uniform, as Hugging Face's additive finfo.min mask gives. out = att_drop . v per head.
+     * Dropout element index: position in att_drop. */
     tune_status (*attention_fwd)(void *ctx, TUNEP_KR *out, TUNEP_KR *att, TUNEP_KR *att_drop,
                                  const TUNEP_KR *q, const TUNEP_KR *k, const TUNEP_KR *v,
-                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 const int32_t *mask, int B, int T, int C, int NH, int ld, double p,
                                  uint64_t seed, uint64_t stream);
-    /* dpreatt (B,NH,T,T) receives the gradient of the scaled scores; datt,
+    /* dq, dk, dv with rows ld apart as q, k, v; dout (B,T,C); dpreatt
+     * (B,NH,T,T) receives the gradient of the scaled scores; datt,
      * datt_drop are the gradients of att and att_drop (datt_drop is unused
      * when p == 0). */
     tune_status (*attention_bwd)(void *ctx, TUNEP_KR *dq, TUNEP_KR *dk, TUNEP_KR *dv,
                                  TUNEP_KR *dpreatt, TUNEP_KR *datt, TUNEP_KR *datt_drop,
                                  const TUNEP_KR *dout, const TUNEP_KR *q, const TUNEP_KR *k,
                                  const TUNEP_KR *v, const TUNEP_KR *att, const TUNEP_KR *att_drop,
-                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 const int32_t *mask, int B, int T, int C, int NH, int ld, double p,
                                  uint64_t seed, uint64_t stream);
 
     /* GELU, erf form as BERT uses: out = x/2 (1 + erf(x/sqrt 2)); n elements. */
@@ -77,7 +81,7 @@ struct tunep_kernels {
      * probs (B,K) saved for bwd; logits (B,K); labels (B). */
     tune_status (*softmax_xent_fwd)(void *ctx, TUNEP_KR *losses, TUNEP_KR *probs,
                                     const TUNEP_KR *logits, const int32_t *labels, int B, int K);
-    /* dlogits (B,K) += dlosses[b] * (probs - onehot(label)). */
+    /* dlogits (B,K) = dlosses[b] * (probs - onehot(label)). */
     tune_status (*softmax_xent_bwd)(void *ctx, TUNEP_KR *dlogits, const TUNEP_KR *dlosses,
                                     const TUNEP_KR *probs, const int32_t *labels, int B, int K);
 
@@ -85,7 +89,8 @@ struct tunep_kernels {
      * out (B,C) = tanh(pre); inp (B,T,C), w (C,C), b (C). */
     tune_status (*pooler_fwd)(void *ctx, TUNEP_KR *out, TUNEP_KR *pre, const TUNEP_KR *inp,
                               const TUNEP_KR *w, const TUNEP_KR *b, int B, int T, int C);
-    /* dpre (B,C) receives the gradient of pre; dinp only at t = 0. */
+    /* dpre (B,C) receives the gradient of pre; dinp (B,T,C) the gradient at
+     * t = 0 and 0 at every other position. */
     tune_status (*pooler_bwd)(void *ctx, TUNEP_KR *dinp, TUNEP_KR *dw, TUNEP_KR *db, TUNEP_KR *dpre,
                               const TUNEP_KR *dout, const TUNEP_KR *out, const TUNEP_KR *inp,
                               const TUNEP_KR *w, int B, int T, int C);
@@ -94,7 +99,7 @@ struct tunep_kernels {
      * post-LN block is fused here). */
     tune_status (*dropout_fwd)(void *ctx, TUNEP_KR *out, const TUNEP_KR *inp, const TUNEP_KR *res,
                                size_t n, double p, uint64_t seed, uint64_t stream);
-    /* dinp += mask * dout / (1-p); dres += dout unless dres is NULL. */
+    /* dinp = mask * dout / (1-p); dres = dout unless dres is NULL. */
     tune_status (*dropout_bwd)(void *ctx, TUNEP_KR *dinp, TUNEP_KR *dres, const TUNEP_KR *dout,
                                size_t n, double p, uint64_t seed, uint64_t stream);
 

@@ -11,7 +11,8 @@
  * reductions in an order written out here), which the tests check.
  *
  * Conventions (models/bert/kernels_tmpl.h): outputs first, every backward
- * ADDS into its gradients. Parallel loops run over rows, (batch, head)
+ * ADDS into its parameter gradients and WRITES its activation gradients
+ * (matmul_bwd adds into dinp when asked to). Parallel loops run over rows, (batch, head)
  * pairs or channel blocks, never with atomics, and every reduction visits
  * its terms in a fixed order, so results do not depend on the thread count
  * (except through GEMM blocking) nor on which thread runs an iteration.
@@ -312,7 +313,7 @@ static tune_status layernorm_bwd(void *ctx, real *dinp, real *dw, real *db, cons
         real *dx = dinp + (size_t)r * (size_t)C;
         for (int c = 0; c < C; c++) {
             real xhat = (x[c] - m) * s;
-            dx[c] += s * (d[c] * w[c] - a - xhat * bb);
+            dx[c] = s * (d[c] * w[c] - a - xhat * bb);
         }
     }
     col_reduce(nt, dw, db, dout, inp, mean, rstd, N, C);
@@ -336,11 +337,12 @@ static tune_status matmul_fwd(void *ctx, real *out, const real *inp, const real 
 }
 
 static tune_status matmul_bwd(void *ctx, real *dinp, real *dw, real *db, const real *dout,
-                              const real *inp, const real *w, int N, int IC, int OC)
+                              const real *inp, const real *w, int N, int IC, int OC, int accumulate)
 {
     int nt = nthreads(ctx);
-    if (dinp) /* (N,IC) += (N,OC) . (OC,IC) */
-        GEMM(nt, 0, 0, N, IC, OC, (real)1, dout, OC, w, IC, (real)1, dinp, IC);
+    if (dinp) /* (N,IC) (+)= (N,OC) . (OC,IC) */
+        GEMM(nt, 0, 0, N, IC, OC, (real)1, dout, OC, w, IC, accumulate ? (real)1 : (real)0, dinp,
+             IC);
     /* (OC,IC) += (N,OC)^T . (N,IC) */
     GEMM(nt, 1, 0, OC, IC, N, (real)1, dout, OC, inp, IC, (real)1, dw, IC);
     if (db)
@@ -483,7 +485,7 @@ static void dropout_row(real *dst, const real *src, int n, uint64_t idx0, uint32
 
 static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop, const real *q,
                                  const real *k, const real *v, const int32_t *mask, int B, int T,
-                                 int C, int NH, double p, uint64_t seed, uint64_t stream)
+                                 int C, int NH, int ld, double p, uint64_t seed, uint64_t stream)
 {
     int nt = nthreads(ctx);
     int HS = C / NH;
@@ -495,10 +497,11 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)h * (size_t)HS;
+        size_t qbase = (size_t)b * (size_t)T * (size_t)ld + (size_t)h * (size_t)HS;
         const int32_t *mb = mask + (size_t)b * (size_t)T;
         real *a = att + (size_t)bh * TT;
         /* scores = q k^T / sqrt(HS) */
-        GEMM(1, 0, 1, T, T, HS, scale, q + base, C, k + base, C, (real)0, a, T);
+        GEMM(1, 0, 1, T, T, HS, scale, q + qbase, ld, k + qbase, ld, (real)0, a, T);
         int any = 0;
         for (int j = 0; j < T; j++)
             any |= mb[j] != 0;
@@ -543,7 +546,7 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
                             stream);
         }
         const real *pa = thr > 0 ? att_drop + (size_t)bh * TT : a;
-        GEMM(1, 0, 0, T, HS, T, (real)1, pa, T, v + base, C, (real)0, out + base, C);
+        GEMM(1, 0, 0, T, HS, T, (real)1, pa, T, v + qbase, ld, (real)0, out + base, C);
     }
     return TUNE_OK;
 }
@@ -551,7 +554,7 @@ static tune_status attention_fwd(void *ctx, real *out, real *att, real *att_drop
 static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *dpreatt, real *datt,
                                  real *datt_drop, const real *dout, const real *q, const real *k,
                                  const real *v, const real *att, const real *att_drop,
-                                 const int32_t *mask, int B, int T, int C, int NH, double p,
+                                 const int32_t *mask, int B, int T, int C, int NH, int ld, double p,
                                  uint64_t seed, uint64_t stream)
 {
     int nt = nthreads(ctx);
@@ -566,6 +569,7 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH;
         size_t base = (size_t)b * (size_t)T * (size_t)C + (size_t)(bh % NH) * (size_t)HS;
+        size_t qbase = (size_t)b * (size_t)T * (size_t)ld + (size_t)(bh % NH) * (size_t)HS;
         const int32_t *mb = mask + (size_t)b * (size_t)T;
         const real *a = att + (size_t)bh * TT;
         real *da = datt + (size_t)bh * TT;
@@ -573,19 +577,19 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
         if (thr > 0) {
             const real *ad = att_drop + (size_t)bh * TT;
             real *dad = datt_drop + (size_t)bh * TT;
-            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + base, C, (real)1, dad, T);
-            GEMM(1, 1, 0, T, HS, T, (real)1, ad, T, dout + base, C, (real)1, dv + base, C);
-            /* datt += dropout_bwd(datt_drop). The forward's mask is read off
+            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + qbase, ld, (real)0, dad, T);
+            GEMM(1, 1, 0, T, HS, T, (real)1, ad, T, dout + base, C, (real)0, dv + qbase, ld);
+            /* datt = dropout_bwd(datt_drop). The forward's mask is read off
              * att_drop instead of regenerating Philox per element: where att
              * != 0, att_drop != 0 exactly when kept (keep_scale > 1 cannot
              * underflow). Where att == 0 (masked keys), the mask is not
              * recoverable, but there P = 0, so datt's value there reaches no
              * gradient: dS = P (dP - sum P dP) is 0 either way. */
             for (size_t e = 0; e < TT; e++)
-                da[e] += dad[e] * (ad[e] != (real)0 ? keep_scale : (real)0);
+                da[e] = dad[e] * (ad[e] != (real)0 ? keep_scale : (real)0);
         } else {
-            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + base, C, (real)1, da, T);
-            GEMM(1, 1, 0, T, HS, T, (real)1, a, T, dout + base, C, (real)1, dv + base, C);
+            GEMM(1, 0, 1, T, T, HS, (real)1, dout + base, C, v + qbase, ld, (real)0, da, T);
+            GEMM(1, 1, 0, T, HS, T, (real)1, a, T, dout + base, C, (real)0, dv + qbase, ld);
         }
         int any = 0;
         for (int j = 0; j < T; j++)
@@ -599,12 +603,14 @@ static tune_status attention_bwd(void *ctx, real *dq, real *dk, real *dv, real *
                 real *ds = dpre + (size_t)i * (size_t)T;
                 real dotr = (real)dot_lanes(pr, dpr, T);
                 for (int j = 0; j < T; j++)
-                    ds[j] += pr[j] * (dpr[j] - dotr);
+                    ds[j] = pr[j] * (dpr[j] - dotr);
             }
+        } else {
+            memset(dpre, 0, TT * sizeof(real));
         }
-        /* scores = scale q k^T: dq += scale dS k, dk += scale dS^T q */
-        GEMM(1, 0, 0, T, HS, T, scale, dpre, T, k + base, C, (real)1, dq + base, C);
-        GEMM(1, 1, 0, T, HS, T, scale, dpre, T, q + base, C, (real)1, dk + base, C);
+        /* scores = scale q k^T: dq = scale dS k, dk = scale dS^T q */
+        GEMM(1, 0, 0, T, HS, T, scale, dpre, T, k + qbase, ld, (real)0, dq + qbase, ld);
+        GEMM(1, 1, 0, T, HS, T, scale, dpre, T, q + qbase, ld, (real)0, dk + qbase, ld);
     }
     return TUNE_OK;
 }
@@ -643,7 +649,7 @@ static tune_status gelu_bwd(void *ctx, real *dinp, const real *dout, const real 
         real cdf = half * (one + erf(x * rsqrt2));
 #endif
         real pdf = e * rsqrt2pi;
-        dinp[i] += dout[i] * (cdf + x * pdf);
+        dinp[i] = dout[i] * (cdf + x * pdf);
     }
     return TUNE_OK;
 }
@@ -683,7 +689,7 @@ static tune_status softmax_xent_bwd(void *ctx, real *dlogits, const real *dlosse
         real *dl = dlogits + (size_t)b * (size_t)K;
         const real *pr = probs + (size_t)b * (size_t)K;
         for (int j = 0; j < K; j++)
-            dl[j] += dlosses[b] * (pr[j] - (j == labels[b] ? (real)1 : (real)0));
+            dl[j] = dlosses[b] * (pr[j] - (j == labels[b] ? (real)1 : (real)0));
     }
     return TUNE_OK;
 }
@@ -709,8 +715,12 @@ static tune_status pooler_bwd(void *ctx, real *dinp, real *dw, real *db, real *d
 {
     int nt = nthreads(ctx);
     for (size_t i = 0; i < (size_t)B * (size_t)C; i++)
-        dpre[i] += dout[i] * ((real)1 - out[i] * out[i]);
-    GEMM(nt, 0, 0, B, C, C, (real)1, dpre, C, w, C, (real)1, dinp, T * C);
+        dpre[i] = dout[i] * ((real)1 - out[i] * out[i]);
+    /* dinp: the [CLS] rows from the GEMM, every other row 0 */
+    for (int b = 0; b < B; b++)
+        memset(dinp + ((size_t)b * (size_t)T + 1) * (size_t)C, 0,
+               (size_t)(T - 1) * (size_t)C * sizeof(real));
+    GEMM(nt, 0, 0, B, C, C, (real)1, dpre, C, w, C, (real)0, dinp, T * C);
     GEMM(nt, 1, 0, C, C, B, (real)1, dpre, C, inp, T * C, (real)1, dw, C);
     col_reduce(nt, NULL, db, dpre, NULL, NULL, NULL, B, C);
     return TUNE_OK;
@@ -762,19 +772,15 @@ static tune_status dropout_bwd(void *ctx, real *dinp, real *dres, const real *do
         const real *d = dout + lo;
         real *dx = dinp + lo;
         if (thr == 0) {
-            for (size_t j = 0; j < m; j++)
-                dx[j] += d[j];
+            memcpy(dx, d, m * sizeof(real));
         } else {
             uint32_t r[DROP_CHUNK];
             dropout_draws(r, lo, m, seed, stream);
             for (size_t j = 0; j < m; j++)
-                dx[j] += d[j] * (r[j] >= thr ? scale : (real)0);
+                dx[j] = d[j] * (r[j] >= thr ? scale : (real)0);
         }
-        if (dres) {
-            real *dr = dres + lo;
-            for (size_t j = 0; j < m; j++)
-                dr[j] += d[j];
-        }
+        if (dres)
+            memcpy(dres + lo, d, m * sizeof(real));
     }
     return TUNE_OK;
 }

@@ -7,14 +7,15 @@
  *   att_drop = dropout(att) with the Philox mask of bert_rng.h keyed by the
  *   element's position in att_drop; out = att_drop . v per head.
  *
- * q, k, v are (B,T,C) with head h in channels [h HS, (h+1) HS), which no
+ * q, k, v are (B,T,C) with rows ld apart (3C when they are the thirds of
+ * one fused projection) and head h in channels [h HS, (h+1) HS), which no
  * single stride reaches across batch and head, so they are first permuted
  * to (B,NH,T,HS) in scratch (llm.c's attention_forward does the same); then
  * each product is one cublasSgemmStridedBatched over the B*NH heads, issued
  * through tunep_cuda_gemm_batched with the very arguments of the CPU's
  * per-head GEMMs. The softmax (with the dropout fused) and its backward run
  * one warp per row of T scores.
- * The backward ADDS into dq, dk, dv, dpreatt, datt and datt_drop; like the
+ * The backward WRITES dq, dk, dv, dpreatt, datt and datt_drop; like the
  * CPU it reads the forward's dropout mask off att_drop (where att != 0,
  * att_drop != 0 exactly when kept; where att == 0 the mask does not matter,
  * since dS = P (dP - sum P dP) is 0 there).
@@ -26,10 +27,11 @@
 
 #define ROW_THREADS 128 /* warp-per-row kernels: 4 rows per block */
 
-/* dst_i[b,h,t,d] = src_i[b,t,h,d] for the non-NULL pairs. */
+/* dst_i[b,h,t,d] = src_i[b,t,h,d] for the non-NULL pairs, rows of src_i
+ * (b,t) ld apart. */
 static __global__ void permute_kernel(float *dst0, float *dst1, float *dst2, const float *src0,
                                       const float *src1, const float *src2, int B, int T, int NH,
-                                      int HS)
+                                      int HS, int ld)
 {
     size_t n = (size_t)B * (size_t)T * (size_t)NH * (size_t)HS;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -38,7 +40,7 @@ static __global__ void permute_kernel(float *dst0, float *dst1, float *dst2, con
         size_t t = rest % (size_t)T;
         rest /= (size_t)T;
         size_t h = rest % (size_t)NH, b = rest / (size_t)NH;
-        size_t s = ((b * (size_t)T + t) * (size_t)NH + h) * (size_t)HS + d;
+        size_t s = (b * (size_t)T + t) * (size_t)ld + h * (size_t)HS + d;
         dst0[i] = src0[s];
         if (dst1)
             dst1[i] = src1[s];
@@ -47,10 +49,11 @@ static __global__ void permute_kernel(float *dst0, float *dst1, float *dst2, con
     }
 }
 
-/* dst_i[b,t,h,d] (+)= src_i[b,h,t,d] for the non-NULL pairs; add = 0 assigns. */
+/* dst_i[b,t,h,d] = src_i[b,h,t,d] for the non-NULL pairs, rows of dst_i
+ * (b,t) ld apart. */
 static __global__ void unpermute_kernel(float *dst0, float *dst1, float *dst2, const float *src0,
                                         const float *src1, const float *src2, int B, int T, int NH,
-                                        int HS, int add)
+                                        int HS, int ld)
 {
     size_t n = (size_t)B * (size_t)T * (size_t)NH * (size_t)HS;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -59,12 +62,12 @@ static __global__ void unpermute_kernel(float *dst0, float *dst1, float *dst2, c
         size_t t = rest % (size_t)T;
         rest /= (size_t)T;
         size_t h = rest % (size_t)NH, b = rest / (size_t)NH;
-        size_t s = ((b * (size_t)T + t) * (size_t)NH + h) * (size_t)HS + d;
-        dst0[s] = add ? dst0[s] + src0[i] : src0[i];
+        size_t s = (b * (size_t)T + t) * (size_t)ld + h * (size_t)HS + d;
+        dst0[s] = src0[i];
         if (dst1)
-            dst1[s] = add ? dst1[s] + src1[i] : src1[i];
+            dst1[s] = src1[i];
         if (dst2)
-            dst2[s] = add ? dst2[s] + src2[i] : src2[i];
+            dst2[s] = src2[i];
     }
 }
 
@@ -153,8 +156,8 @@ static __global__ void softmax_fwd_kernel(float *att, float *att_drop, const int
     }
 }
 
-/* Row R: with dropout, datt += datt_drop * mask / (1-p) first; then, when the
- * row has a valid key, dpreatt += P (dP - sum_j P dP). */
+/* Row R: with dropout, datt = datt_drop * mask / (1-p) first; then dpreatt =
+ * P (dP - sum_j P dP), or 0 when the row has no valid key. */
 static __global__ void softmax_bwd_kernel(float *dpreatt, float *datt, const float *datt_drop,
                                           const float *att, const float *att_drop,
                                           const int32_t *mask, int NH, int T, size_t rows,
@@ -170,21 +173,24 @@ static __global__ void softmax_bwd_kernel(float *dpreatt, float *datt, const flo
     if (dropout) {
         const float *dad = datt_drop + off, *ad = att_drop + off;
         for (int j = lane; j < T; j += 32)
-            da[j] += __fmul_rn(dad[j], ad[j] != 0.0f ? keep_scale : 0.0f);
+            da[j] = __fmul_rn(dad[j], ad[j] != 0.0f ? keep_scale : 0.0f);
     }
     const int32_t *mb = mask + R / (size_t)T / (size_t)NH * (size_t)T;
     int any = 0;
     for (int j = lane; j < T; j += 32)
         any |= mb[j] != 0;
-    if (!__any_sync(TUNEP_FULL_MASK, any))
-        return; /* a uniform row is constant: its dS is 0 */
+    float *ds = dpreatt + off;
+    if (!__any_sync(TUNEP_FULL_MASK, any)) {
+        for (int j = lane; j < T; j += 32) /* a uniform row is constant: its dS is 0 */
+            ds[j] = 0.0f;
+        return;
+    }
     float dot = 0.0f;
     for (int j = lane; j < T; j += 32)
         dot += p[j] * da[j];
     dot = tunep_warp_sum(dot);
-    float *ds = dpreatt + off;
     for (int j = lane; j < T; j += 32)
-        ds[j] += p[j] * (da[j] - dot);
+        ds[j] = p[j] * (da[j] - dot);
 }
 
 static unsigned row_blocks(size_t rows)
@@ -195,7 +201,7 @@ static unsigned row_blocks(size_t rows)
 extern "C" tune_status tunep_cuda_attention_fwd(void *vctx, float *out, float *att, float *att_drop,
                                                 const float *q, const float *k, const float *v,
                                                 const int32_t *mask, int B, int T, int C, int NH,
-                                                double p, uint64_t seed, uint64_t stream)
+                                                int ld, double p, uint64_t seed, uint64_t stream)
 {
     TUNEP_CUDA_ENTER(c, vctx);
     size_t btc = (size_t)B * (size_t)T * (size_t)C;
@@ -213,7 +219,7 @@ extern "C" tune_status tunep_cuda_attention_fwd(void *vctx, float *out, float *a
     float *qp = (float *)scratch, *kp = qp + btc, *vp = kp + btc, *op = vp + btc;
     unsigned blocks = tunep_cuda_blocks(btc, 256);
 
-    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS);
+    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS, ld);
     TUNEP_CUDA_LAUNCHED(c);
     /* scores = q k^T / sqrt(HS) */
     if ((st = tunep_cuda_gemm_batched(c, 0, 1, T, T, HS, scale, qp, HS, sth, kp, HS, sth, 0.0f, att,
@@ -228,7 +234,7 @@ extern "C" tune_status tunep_cuda_attention_fwd(void *vctx, float *out, float *a
                                       HS, sth, count)) != TUNE_OK)
         return st;
     unpermute_kernel<<<blocks, 256, 0, c->stream>>>(out, NULL, NULL, op, NULL, NULL, B, T, NH, HS,
-                                                    0);
+                                                    C);
     TUNEP_CUDA_LAUNCHED(c);
     return TUNE_OK;
 }
@@ -238,8 +244,8 @@ extern "C" tune_status tunep_cuda_attention_bwd(void *vctx, float *dq, float *dk
                                                 const float *dout, const float *q, const float *k,
                                                 const float *v, const float *att,
                                                 const float *att_drop, const int32_t *mask, int B,
-                                                int T, int C, int NH, double p, uint64_t seed,
-                                                uint64_t stream)
+                                                int T, int C, int NH, int ld, double p,
+                                                uint64_t seed, uint64_t stream)
 {
     TUNEP_CUDA_ENTER(c, vctx);
     (void)seed; /* the dropout mask is read off att_drop, as on the CPU */
@@ -260,14 +266,15 @@ extern "C" tune_status tunep_cuda_attention_bwd(void *vctx, float *dq, float *dk
     float *dqp = dop + btc, *dkp = dqp + btc, *dvp = dkp + btc;
     unsigned blocks = tunep_cuda_blocks(btc, 256);
 
-    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS);
+    permute_kernel<<<blocks, 256, 0, c->stream>>>(qp, kp, vp, q, k, v, B, T, NH, HS, ld);
     TUNEP_CUDA_LAUNCHED(c);
-    permute_kernel<<<blocks, 256, 0, c->stream>>>(dop, NULL, NULL, dout, NULL, NULL, B, T, NH, HS);
+    permute_kernel<<<blocks, 256, 0, c->stream>>>(dop, NULL, NULL, dout, NULL, NULL, B, T, NH, HS,
+                                                  C);
     TUNEP_CUDA_LAUNCHED(c);
-    /* d(att or att_drop) += dout v^T; dv = (att or att_drop)^T dout */
+    /* d(att or att_drop) = dout v^T; dv = (att or att_drop)^T dout */
     const float *pa = dropout ? att_drop : att;
     float *dpa = dropout ? datt_drop : datt;
-    if ((st = tunep_cuda_gemm_batched(c, 0, 1, T, T, HS, 1.0f, dop, HS, sth, vp, HS, sth, 1.0f, dpa,
+    if ((st = tunep_cuda_gemm_batched(c, 0, 1, T, T, HS, 1.0f, dop, HS, sth, vp, HS, sth, 0.0f, dpa,
                                       T, stt, count)) != TUNE_OK ||
         (st = tunep_cuda_gemm_batched(c, 1, 0, T, HS, T, 1.0f, pa, T, stt, dop, HS, sth, 0.0f, dvp,
                                       HS, sth, count)) != TUNE_OK)
@@ -282,7 +289,7 @@ extern "C" tune_status tunep_cuda_attention_bwd(void *vctx, float *dq, float *dk
         (st = tunep_cuda_gemm_batched(c, 1, 0, T, HS, T, scale, dpreatt, T, stt, qp, HS, sth, 0.0f,
                                       dkp, HS, sth, count)) != TUNE_OK)
         return st;
-    unpermute_kernel<<<blocks, 256, 0, c->stream>>>(dq, dk, dv, dqp, dkp, dvp, B, T, NH, HS, 1);
+    unpermute_kernel<<<blocks, 256, 0, c->stream>>>(dq, dk, dv, dqp, dkp, dvp, B, T, NH, HS, ld);
     TUNEP_CUDA_LAUNCHED(c);
     return TUNE_OK;
 }

@@ -121,17 +121,18 @@ tune_status tunep_cuda_layernorm_bwd(void *ctx, float *dinp, float *dw, float *d
 tune_status tunep_cuda_matmul_fwd(void *ctx, float *out, const float *inp, const float *w,
                                   const float *b, int N, int IC, int OC);
 tune_status tunep_cuda_matmul_bwd(void *ctx, float *dinp, float *dw, float *db, const float *dout,
-                                  const float *inp, const float *w, int N, int IC, int OC);
+                                  const float *inp, const float *w, int N, int IC, int OC,
+                                  int accumulate);
 /* attention.cu */
 tune_status tunep_cuda_attention_fwd(void *ctx, float *out, float *att, float *att_drop,
                                      const float *q, const float *k, const float *v,
-                                     const int32_t *mask, int B, int T, int C, int NH, double p,
-                                     uint64_t seed, uint64_t stream);
+                                     const int32_t *mask, int B, int T, int C, int NH, int ld,
+                                     double p, uint64_t seed, uint64_t stream);
 tune_status tunep_cuda_attention_bwd(void *ctx, float *dq, float *dk, float *dv, float *dpreatt,
                                      float *datt, float *datt_drop, const float *dout,
                                      const float *q, const float *k, const float *v,
                                      const float *att, const float *att_drop, const int32_t *mask,
-                                     int B, int T, int C, int NH, double p, uint64_t seed,
+                                     int B, int T, int C, int NH, int ld, double p, uint64_t seed,
                                      uint64_t stream);
 /* gelu.cu */
 tune_status tunep_cuda_gelu_fwd(void *ctx, float *out, const float *inp, size_t n);

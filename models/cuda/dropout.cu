@@ -1,7 +1,7 @@
 /*
  * dropout.cu - inverted dropout with the post-LN residual fused:
  * out = dropout(inp) + res (res may be NULL), and its backward
- * dinp += mask dout / (1-p), dres += dout.
+ * dinp = mask dout / (1-p), dres = dout (written, not added).
  *
  * The mask is the CPU backend's, bit for bit: element i of a stream keeps
  * its value iff word (i mod 4) of Philox4x32-10 block i/4 keyed by the seed
@@ -49,9 +49,9 @@ static __global__ void dropout_bwd_kernel(float *dinp, float *dres, const float 
             if (i >= n)
                 break;
             float d = dout[i];
-            dinp[i] += thr > 0 ? __fmul_rn(d, r[q] >= thr ? scale : 0.0f) : d;
+            dinp[i] = thr > 0 ? __fmul_rn(d, r[q] >= thr ? scale : 0.0f) : d;
             if (dres)
-                dres[i] += d;
+                dres[i] = d;
         }
     }
 }

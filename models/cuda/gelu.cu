@@ -1,7 +1,7 @@
 /*
  * gelu.cu - GELU in the erf form BERT uses (torch.nn.functional.gelu,
  * approximate='none'): out = x/2 (1 + erf(x/sqrt 2)), and its backward
- * dinp += dout (Phi(x) + x phi(x)), phi the standard normal density.
+ * dinp = dout (Phi(x) + x phi(x)), phi the standard normal density.
  *
  * CUDA's erff and expf are accurate to 2 ulp (CUDA C Programming Guide,
  * "Mathematical Functions"); the build never uses --use_fast_math, so these
@@ -30,7 +30,7 @@ static __global__ void gelu_bwd_kernel(float *dinp, const float *dout, const flo
         float x = inp[i];
         float cdf = 0.5f * (1.0f + erff(x * RSQRT2));
         float pdf = expf(-0.5f * x * x) * RSQRT2PI;
-        dinp[i] += dout[i] * (cdf + x * pdf);
+        dinp[i] = dout[i] * (cdf + x * pdf);
     }
 }
 

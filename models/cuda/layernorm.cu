@@ -5,8 +5,8 @@
  *
  * Forward: out (N,C); mean, rstd (N) saved for the backward. The variance
  * is two-pass, (x - mean)^2, as the CPU reference; the warp sums are xor
- * butterflies, fixed in order. Backward (ADDS into dinp, dw, db):
- * dx += rstd (dn - mean(dn) - xhat mean(dn xhat)) with dn = dout w, per row;
+ * butterflies, fixed in order. Backward (WRITES dinp, ADDS into dw, db):
+ * dx = rstd (dn - mean(dn) - xhat mean(dn xhat)) with dn = dout w, per row;
  * dw += sum_r dout xhat and db += sum_r dout through the deterministic
  * column sum (reduce.cu).
  */
@@ -63,7 +63,7 @@ static __global__ void layernorm_bwd_kernel(float *dinp, const float *dout, cons
     float *dx = dinp + (size_t)row * (size_t)C;
     for (int c = lane; c < C; c += 32) {
         float xhat = (x[c] - m) * s;
-        dx[c] += s * (d[c] * w[c] - a - xhat * bb);
+        dx[c] = s * (d[c] * w[c] - a - xhat * bb);
     }
 }
 

@@ -78,12 +78,13 @@ extern "C" tune_status tunep_cuda_matmul_fwd(void *vctx, float *out, const float
 
 extern "C" tune_status tunep_cuda_matmul_bwd(void *vctx, float *dinp, float *dw, float *db,
                                              const float *dout, const float *inp, const float *w,
-                                             int N, int IC, int OC)
+                                             int N, int IC, int OC, int accumulate)
 {
     TUNEP_CUDA_ENTER(c, vctx);
     tune_status st;
-    if (dinp) /* (N,IC) += (N,OC) . (OC,IC) */
-        if ((st = tunep_cuda_gemm(c, 0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 1.0f, dinp, IC)))
+    if (dinp) /* (N,IC) (+)= (N,OC) . (OC,IC) */
+        if ((st = tunep_cuda_gemm(c, 0, 0, N, IC, OC, 1.0f, dout, OC, w, IC,
+                                  accumulate ? 1.0f : 0.0f, dinp, IC)))
             return st;
     /* (OC,IC) += (N,OC)^T . (N,IC) */
     if ((st = tunep_cuda_gemm(c, 1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC)))

@@ -1,7 +1,8 @@
 /*
  * pooler.cu - BERT's pooler on the first ([CLS]) token (Hugging Face
  * BertPooler): pre (B,C) = inp[:,0,:] . w^T + b, out = tanh(pre), and its
- * backward (ADDS into dinp at t = 0, dw, db and dpre).
+ * backward (ADDS into dw and db; WRITES dpre and dinp: the gradient at
+ * t = 0, zero at every other position).
  *
  * The [CLS] rows of inp (B,T,C) are a (B,C) matrix with leading dimension
  * T*C, so the GEMMs read them in place, exactly as the CPU reference.
@@ -15,12 +16,21 @@ static __global__ void tanh_kernel(float *out, const float *pre, size_t n)
         out[i] = tanhf(pre[i]);
 }
 
-/* dpre += dout (1 - out^2) */
+/* dpre = dout (1 - out^2) */
 static __global__ void tanh_bwd_kernel(float *dpre, const float *dout, const float *out, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        dpre[i] += dout[i] * (1.0f - out[i] * out[i]);
+        dpre[i] = dout[i] * (1.0f - out[i] * out[i]);
+}
+
+/* Rows t = 1..T-1 of each sequence of x (B,T,C) set to 0. */
+static __global__ void zero_rest_kernel(float *x, int B, int T, int C)
+{
+    size_t per = (size_t)(T - 1) * (size_t)C, n = (size_t)B * per;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[(i / per * (size_t)T + 1) * (size_t)C + i % per] = 0.0f;
 }
 
 extern "C" tune_status tunep_cuda_pooler_fwd(void *vctx, float *out, float *pre, const float *inp,
@@ -49,8 +59,13 @@ extern "C" tune_status tunep_cuda_pooler_bwd(void *vctx, float *dinp, float *dw,
         return TUNE_OK;
     tanh_bwd_kernel<<<tunep_cuda_blocks(n, 256), 256, 0, c->stream>>>(dpre, dout, out, n);
     TUNEP_CUDA_LAUNCHED(c);
+    if (T > 1) {
+        size_t rest = n * (size_t)(T - 1);
+        zero_rest_kernel<<<tunep_cuda_blocks(rest, 256), 256, 0, c->stream>>>(dinp, B, T, C);
+        TUNEP_CUDA_LAUNCHED(c);
+    }
     tune_status st;
-    if ((st = tunep_cuda_gemm(c, 0, 0, B, C, C, 1.0f, dpre, C, w, C, 1.0f, dinp, T * C)) !=
+    if ((st = tunep_cuda_gemm(c, 0, 0, B, C, C, 1.0f, dpre, C, w, C, 0.0f, dinp, T * C)) !=
             TUNE_OK ||
         (st = tunep_cuda_gemm(c, 1, 0, C, C, B, 1.0f, dpre, C, inp, T * C, 1.0f, dw, C)) != TUNE_OK)
         return st;

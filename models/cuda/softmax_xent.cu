@@ -2,7 +2,7 @@
  * softmax_xent.cu - softmax cross-entropy per example (torch's
  * F.cross_entropy with reduction='none'): losses (B) = logsumexp(logits) -
  * logit[label], probs (B,K) saved for the backward; and
- * dlogits += dlosses[b] (probs - onehot(label)).
+ * dlogits = dlosses[b] (probs - onehot(label)).
  *
  * One thread per example, in double, as the CPU reference: K is the number
  * of labels (2 for SST-2), far too small to parallelise within a row, and
@@ -40,7 +40,7 @@ static __global__ void softmax_xent_bwd_kernel(float *dlogits, const float *dlos
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         int b = (int)(i / (size_t)K), j = (int)(i % (size_t)K);
-        dlogits[i] += dlosses[b] * (probs[i] - (j == labels[b] ? 1.0f : 0.0f));
+        dlogits[i] = dlosses[b] * (probs[i] - (j == labels[b] ? 1.0f : 0.0f));
     }
 }
 

@@ -103,7 +103,7 @@ static void run_model_gradcheck(int train)
         size_t size = lay->param_size[id];
         int layers = tunep_bert_param_info[id].layered ? cfg.L : 1;
         for (int l = 0; l < layers; l++) {
-            size_t off = lay->param_offset[id] + (size_t)l * size;
+            size_t off = lay->param_offset[id] + (size_t)l * lay->param_stride[id];
             char name[128];
             tunep_bert_param_name((enum bert_param)id, l, name, sizeof name);
             double e =
@@ -188,14 +188,17 @@ START_TEST(test_float_vs_double_model)
         double rms = sqrt(ss / (double)n);
         size_t bad = 0;
         for (int id = 0; id < BERT_PARAM_COUNT; id++) {
-            size_t cnt = lay->param_size[id] * (tunep_bert_param_info[id].layered ? 2 : 1);
-            const double *ref = gd + lay->param_offset[id];
-            double *got = malloc(cnt * sizeof(double));
-            ck_assert_ptr_nonnull(got);
-            for (size_t i = 0; i < cnt; i++)
-                got[i] = (double)gf[lay->param_offset[id] + i];
-            bad += test_compare(tunep_bert_param_info[id].name, got, ref, cnt, 1e-5 * rms, 1e-5);
-            free(got);
+            size_t cnt = lay->param_size[id];
+            for (int l = 0; l < (tunep_bert_param_info[id].layered ? 2 : 1); l++) {
+                size_t off = lay->param_offset[id] + (size_t)l * lay->param_stride[id];
+                double *got = malloc(cnt * sizeof(double));
+                ck_assert_ptr_nonnull(got);
+                for (size_t i = 0; i < cnt; i++)
+                    got[i] = (double)gf[off + i];
+                bad += test_compare(tunep_bert_param_info[id].name, got, gd + off, cnt, 1e-5 * rms,
+                                    1e-5);
+                free(got);
+            }
         }
         ck_assert_uint_eq(bad, 0);
     }

@@ -3,8 +3,9 @@
  * hand-computable values first (LayerNorm of [1,2,3,4], softmax of equal
  * logits, GELU at 0 and +-1, cross-entropy of a one-hot-like prediction,
  * one AdamW step), then finite-difference gradient checks of every backward
- * kernel in double precision (L = sum g * f(x), central differences,
- * accumulation into non-zero gradients), then float kernels against double
+ * kernel in double precision (L = sum g * f(x), central differences;
+ * parameter gradients accumulated into non-zero values, activation
+ * gradients written over non-zero values), then float kernels against double
  * kernels, and OpenBLAS GEMM against the naive loop.
  */
 #include <math.h>
@@ -144,7 +145,7 @@ START_TEST(test_softmax_equal_logits)
     test_fill(&r, k, B * T * C, -1, 1);
     test_fill(&r, v, B * T * C, -1, 1);
     ck_assert_int_eq(
-        KD->attention_fwd(be->ctx, out, att, att_drop, q, k, v, mask, B, T, C, NH, 0.0, 0, 0),
+        KD->attention_fwd(be->ctx, out, att, att_drop, q, k, v, mask, B, T, C, NH, C, 0.0, 0, 0),
         TUNE_OK);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -356,7 +357,7 @@ START_TEST(test_gradcheck_layernorm)
     ln_loss(&c);
     ck_assert_int_eq(
         KD->layernorm_bwd(be->ctx, dx, dw, db, c.g, c.x, c.w, c.mean, c.rstd, c.N, c.C), TUNE_OK);
-    double *ax = minus(dx, dx0, n), *aw = minus(dw, dw0, c.C), *ab = minus(db, db0, c.C);
+    double *ax = dx, *aw = minus(dw, dw0, c.C), *ab = minus(db, db0, c.C); /* dx written */
     ck_assert(test_gradcheck("layernorm x", ln_loss, &c, c.x, n, ax, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("layernorm w", ln_loss, &c, c.w, c.C, aw, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("layernorm b", ln_loss, &c, c.b, c.C, ab, GC_H) < GC_TOL);
@@ -390,9 +391,17 @@ START_TEST(test_gradcheck_matmul)
     test_fill(&r, dw0, nw, -1, 1);
     test_fill(&r, db0, c.OC, -1, 1);
     double *dx = dup_d(dx0, nx), *dw = dup_d(dw0, nw), *db = dup_d(db0, c.OC);
-    ck_assert_int_eq(KD->matmul_bwd(be->ctx, dx, dw, db, c.g, c.x, c.w, c.N, c.IC, c.OC), TUNE_OK);
+    ck_assert_int_eq(KD->matmul_bwd(be->ctx, dx, dw, db, c.g, c.x, c.w, c.N, c.IC, c.OC, 1),
+                     TUNE_OK);
     double *ax = minus(dx, dx0, nx), *aw = minus(dw, dw0, nw), *ab = minus(db, db0, c.OC);
     ck_assert(test_gradcheck("matmul x", mm_loss, &c, c.x, nx, ax, GC_H) < GC_TOL);
+    /* accumulate = 0: dinp written over its old values; dw, db still added */
+    double *dxw = dup_d(dx0, nx), *dw2 = dup_d(dw0, nw);
+    ck_assert_int_eq(KD->matmul_bwd(be->ctx, dxw, dw2, NULL, c.g, c.x, c.w, c.N, c.IC, c.OC, 0),
+                     TUNE_OK);
+    ck_assert(test_gradcheck("matmul x (written)", mm_loss, &c, c.x, nx, dxw, GC_H) < GC_TOL);
+    ck_assert(test_gradcheck("matmul w (dinp written)", mm_loss, &c, c.w, nw, minus(dw2, dw0, nw),
+                             GC_H) < GC_TOL);
     ck_assert(test_gradcheck("matmul w", mm_loss, &c, c.w, nw, aw, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("matmul b", mm_loss, &c, c.b, c.OC, ab, GC_H) < GC_TOL);
 }
@@ -448,19 +457,16 @@ struct att_case {
     int B, T, C, NH;
     double p;
     int32_t *mask;
-    double *q, *k, *v, *out, *att, *att_drop, *g_out, *g_att, *g_drop;
+    double *q, *k, *v, *out, *att, *att_drop, *g_out;
 };
 
 static double att_loss(void *p)
 {
     struct att_case *c = p;
     KD->attention_fwd(be->ctx, c->out, c->att, c->att_drop, c->q, c->k, c->v, c->mask, c->B, c->T,
-                      c->C, c->NH, c->p, 99, 5);
-    size_t no = (size_t)c->B * c->T * c->C, na = (size_t)c->B * c->NH * c->T * c->T;
-    double l = dot(c->g_out, c->out, no) + dot(c->g_att, c->att, na);
-    if (c->p > 0)
-        l += dot(c->g_drop, c->att_drop, na);
-    return l;
+                      c->C, c->NH, c->C, c->p, 99, 5);
+    size_t no = (size_t)c->B * c->T * c->C;
+    return dot(c->g_out, c->out, no);
 }
 
 static void gradcheck_attention(double p)
@@ -471,21 +477,21 @@ static void gradcheck_attention(double p)
     struct att_case c = {.B = 3, .T = 5, .C = 8, .NH = 2, .p = p, .mask = mask};
     size_t n = (size_t)c.B * c.T * c.C, na = (size_t)c.B * c.NH * c.T * c.T;
     c.q = dalloc(n), c.k = dalloc(n), c.v = dalloc(n), c.out = dalloc(n);
-    c.att = dalloc(na), c.att_drop = dalloc(na), c.g_out = dalloc(n), c.g_att = dalloc(na);
-    c.g_drop = dalloc(na);
+    c.att = dalloc(na), c.att_drop = dalloc(na), c.g_out = dalloc(n);
     test_fill(&r, c.q, n, -1.5, 1.5);
     test_fill(&r, c.k, n, -1.5, 1.5);
     test_fill(&r, c.v, n, -1, 1);
     test_fill(&r, c.g_out, n, -1, 1);
-    test_fill(&r, c.g_att, na, -1, 1);
-    test_fill(&r, c.g_drop, na, -1, 1);
     double *dq0 = dalloc(n), *dk0 = dalloc(n), *dv0 = dalloc(n);
     test_fill(&r, dq0, n, -1, 1);
     test_fill(&r, dk0, n, -1, 1);
     test_fill(&r, dv0, n, -1, 1);
     double *dq = dup_d(dq0, n), *dk = dup_d(dk0, n), *dv = dup_d(dv0, n);
-    /* incoming gradients of the saved probabilities; dpreatt is scratch */
-    double *datt = dup_d(c.g_att, na), *ddrop = dup_d(c.g_drop, na), *dpre = dalloc(na);
+    /* scratch gradients, written over whatever they held */
+    double *datt = dalloc(na), *ddrop = dalloc(na), *dpre = dalloc(na);
+    test_fill(&r, datt, na, -1, 1);
+    test_fill(&r, ddrop, na, -1, 1);
+    test_fill(&r, dpre, na, -1, 1);
     att_loss(&c);
     if (p > 0) {
         size_t dropped = 0;
@@ -494,10 +500,10 @@ static void gradcheck_attention(double p)
         ck_assert(dropped > 10); /* the check must see dropped elements */
     }
     ck_assert_int_eq(KD->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, ddrop, c.g_out, c.q, c.k,
-                                       c.v, c.att, c.att_drop, c.mask, c.B, c.T, c.C, c.NH, c.p, 99,
-                                       5),
+                                       c.v, c.att, c.att_drop, c.mask, c.B, c.T, c.C, c.NH, c.C,
+                                       c.p, 99, 5),
                      TUNE_OK);
-    double *aq = minus(dq, dq0, n), *ak = minus(dk, dk0, n), *av = minus(dv, dv0, n);
+    double *aq = dq, *ak = dk, *av = dv; /* written over dq0, dk0, dv0 */
     ck_assert(test_gradcheck("attention q", att_loss, &c, c.q, n, aq, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("attention k", att_loss, &c, c.k, n, ak, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("attention v", att_loss, &c, c.v, n, av, GC_H) < GC_TOL);
@@ -544,7 +550,7 @@ START_TEST(test_gradcheck_gelu)
     test_fill(&r, d0, c.n, -1, 1);
     double *d = dup_d(d0, c.n);
     ck_assert_int_eq(KD->gelu_bwd(be->ctx, d, c.g, c.x, c.n), TUNE_OK);
-    double *a = minus(d, d0, c.n);
+    double *a = d; /* written over d0 */
     ck_assert(test_gradcheck("gelu", gelu_loss, &c, c.x, c.n, a, GC_H) < GC_TOL);
 }
 END_TEST
@@ -576,7 +582,7 @@ START_TEST(test_gradcheck_xent)
     double *d = dup_d(d0, n);
     xent_loss(&c);
     ck_assert_int_eq(KD->softmax_xent_bwd(be->ctx, d, c.g, c.probs, c.labels, c.B, c.K), TUNE_OK);
-    double *a = minus(d, d0, n);
+    double *a = d; /* written over d0 */
     ck_assert(test_gradcheck("softmax_xent", xent_loss, &c, c.logits, n, a, GC_H) < GC_TOL);
 }
 END_TEST
@@ -612,7 +618,8 @@ START_TEST(test_gradcheck_pooler)
     pool_loss(&c);
     ck_assert_int_eq(KD->pooler_bwd(be->ctx, dx, dw, db, dpre, c.g, c.out, c.x, c.w, c.B, c.T, c.C),
                      TUNE_OK);
-    double *ax = minus(dx, dx0, nx), *aw = minus(dw, dw0, nw), *ab = minus(db, db0, c.C);
+    /* dx written over dx0, 0 beyond t = 0 */
+    double *ax = dx, *aw = minus(dw, dw0, nw), *ab = minus(db, db0, c.C);
     ck_assert(test_gradcheck("pooler x", pool_loss, &c, c.x, nx, ax, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("pooler w", pool_loss, &c, c.w, nw, aw, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("pooler b", pool_loss, &c, c.b, c.C, ab, GC_H) < GC_TOL);
@@ -645,7 +652,7 @@ START_TEST(test_gradcheck_dropout)
     test_fill(&r, dr0, c.n, -1, 1);
     double *dx = dup_d(dx0, c.n), *dr = dup_d(dr0, c.n);
     ck_assert_int_eq(KD->dropout_bwd(be->ctx, dx, dr, c.g, c.n, c.p, 3, 77), TUNE_OK);
-    double *ax = minus(dx, dx0, c.n), *ar = minus(dr, dr0, c.n);
+    double *ax = dx, *ar = dr; /* written over dx0, dr0 */
     ck_assert(test_gradcheck("dropout x", drop_loss, &c, c.x, c.n, ax, GC_H) < GC_TOL);
     ck_assert(test_gradcheck("dropout residual", drop_loss, &c, c.res, c.n, ar, GC_H) < GC_TOL);
     size_t zeros = 0;
@@ -704,8 +711,8 @@ START_TEST(test_float_vs_double)
     KD->matmul_fwd(be->ctx, o, x, w, b, N, C, I);
     KF->matmul_fwd(be->ctx, of, xf, wf, bf, N, C, I);
     bad += cmp_fd("matmul_fwd", of, o, nh);
-    KD->matmul_bwd(be->ctx, dx, dw, db, g, x, w, N, C, I);
-    KF->matmul_bwd(be->ctx, dxf, dwf, dbf, gf, xf, wf, N, C, I);
+    KD->matmul_bwd(be->ctx, dx, dw, db, g, x, w, N, C, I, 1);
+    KF->matmul_bwd(be->ctx, dxf, dwf, dbf, gf, xf, wf, N, C, I, 1);
     bad += cmp_fd("matmul_bwd dinp", dxf, dx, nx);
     bad += cmp_fd("matmul_bwd dw", dwf, dw, (size_t)I * C);
     bad += cmp_fd("matmul_bwd db", dbf, db, I);
@@ -751,15 +758,15 @@ START_TEST(test_float_vs_double)
     float *attf = to_f(att, na), *atdf = to_f(atd, na), *dqf = to_f(dq, nx), *dkf = to_f(dk, nx);
     float *dvf = to_f(dv, nx), *dpref = to_f(dpre, na), *dattf = to_f(datt, na);
     float *datdf = to_f(datd, na);
-    KD->attention_fwd(be->ctx, ao, att, atd, q, k, v, mask, B, T, C, NH, 0.1, 5, 6);
-    KF->attention_fwd(be->ctx, aof, attf, atdf, qf, kf, vf, mask, B, T, C, NH, 0.1, 5, 6);
+    KD->attention_fwd(be->ctx, ao, att, atd, q, k, v, mask, B, T, C, NH, C, 0.1, 5, 6);
+    KF->attention_fwd(be->ctx, aof, attf, atdf, qf, kf, vf, mask, B, T, C, NH, C, 0.1, 5, 6);
     bad += cmp_fd("attention_fwd out", aof, ao, nx);
     bad += cmp_fd("attention_fwd att", attf, att, na);
     bad += cmp_fd("attention_fwd att_drop", atdf, atd, na);
     KD->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, datd, g, q, k, v, att, atd, mask, B, T, C,
-                      NH, 0.1, 5, 6);
+                      NH, C, 0.1, 5, 6);
     KF->attention_bwd(be->ctx, dqf, dkf, dvf, dpref, dattf, datdf, gf, qf, kf, vf, attf, atdf, mask,
-                      B, T, C, NH, 0.1, 5, 6);
+                      B, T, C, NH, C, 0.1, 5, 6);
     bad += cmp_fd("attention_bwd dq", dqf, dq, nx);
     bad += cmp_fd("attention_bwd dk", dkf, dk, nx);
     bad += cmp_fd("attention_bwd dv", dvf, dv, nx);
@@ -898,7 +905,7 @@ static void run_all_float(const struct tunep_kernels *k, float *out, float *appr
     float *mdx = take(out, &at, nx, gf), *mdw = take(out, &at, nw, gf);
     float *mdb = take(out, &at, (size_t)I, gf);
     k->matmul_fwd(be->ctx, o, xf, wf, bf, (int)N, C, I);
-    k->matmul_bwd(be->ctx, mdx, mdw, mdb, gf, xf, wf, (int)N, C, I);
+    k->matmul_bwd(be->ctx, mdx, mdw, mdb, gf, xf, wf, (int)N, C, I, 1);
 
     float *ln = take(out, &at, nx, NULL), *mean = take(out, &at, N, NULL);
     float *rstd = take(out, &at, N, NULL), *ldx = take(out, &at, nx, gf);
@@ -915,9 +922,9 @@ static void run_all_float(const struct tunep_kernels *k, float *out, float *appr
     float *dk = take(approx, &an, nx, gf), *dv = take(approx, &an, nx, gf);
     float *dpre = take(approx, &an, na, NULL), *datt = take(approx, &an, na, NULL);
     float *datd = take(approx, &an, na, NULL);
-    k->attention_fwd(be->ctx, ao, att, atd, qf, kf, vf, mask, B, T, C, NH, 0.1, 5, 6);
+    k->attention_fwd(be->ctx, ao, att, atd, qf, kf, vf, mask, B, T, C, NH, C, 0.1, 5, 6);
     k->attention_bwd(be->ctx, dq, dk, dv, dpre, datt, datd, gf, qf, kf, vf, att, atd, mask, B, T, C,
-                     NH, 0.1, 5, 6);
+                     NH, C, 0.1, 5, 6);
 
     float *po = take(out, &at, nb, NULL), *pp = take(out, &at, nb, NULL);
     float *pdx = take(out, &at, nx, gf), *pdw = take(out, &at, (size_t)C * C, gf);
@@ -1039,6 +1046,78 @@ START_TEST(test_gemm_vs_naive)
 }
 END_TEST
 
+/* qkv (B,T,3C) rows: [q row | k row | v row] from three (B,T,C) arrays. */
+static float *pack_rows(const float *q, const float *k, const float *v, size_t rows, int C)
+{
+    float *p = track(calloc(rows * 3 * (size_t)C, sizeof(float)));
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(p + r * 3 * C, q + r * C, (size_t)C * sizeof(float));
+        memcpy(p + r * 3 * C + C, k + r * C, (size_t)C * sizeof(float));
+        memcpy(p + r * 3 * C + 2 * C, v + r * C, (size_t)C * sizeof(float));
+    }
+    return p;
+}
+
+/* Third `part` (0 q, 1 k, 2 v) of each (3C) row equals x's (C) row, bit for bit. */
+static int same_part(const float *qkv, int part, const float *x, size_t rows, int C)
+{
+    for (size_t r = 0; r < rows; r++)
+        if (memcmp(qkv + r * 3 * C + (size_t)part * C, x + r * C, (size_t)C * sizeof(float)))
+            return 0;
+    return 1;
+}
+
+/*
+ * The attention kernels read q, k, v (and write dq, dk, dv) with rows ld
+ * apart: on one (B,T,3C) buffer of query | key | value rows, as the model's
+ * fused projection leaves them, they give the same bits as on three (B,T,C)
+ * arrays, with dropout and padding (the GEMMs see the same operands, only
+ * their leading dimension differs). Every float ISA level.
+ */
+START_TEST(test_attention_row_stride)
+{
+    if (!use_isa(_i))
+        return;
+    struct test_rng r = {21};
+    enum { B = 2, T = 7, C = 12, NH = 3 };
+    int32_t mask[B * T] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0};
+    size_t n = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+    double *x = dalloc(4 * n + na);
+    test_fill(&r, x, 4 * n + na, -1, 1);
+    const float *q = to_f(x, n), *k = to_f(x + n, n), *v = to_f(x + 2 * n, n);
+    const float *g = to_f(x + 3 * n, n);
+    const float *qkv = pack_rows(q, k, v, (size_t)B * T, C);
+    float *o1 = to_f(x, n), *o3 = to_f(x, n);
+    float *a1 = to_f(x, na), *a3 = to_f(x, na), *ad1 = to_f(x, na), *ad3 = to_f(x, na);
+    ck_assert_int_eq(
+        KF->attention_fwd(be->ctx, o1, a1, ad1, q, k, v, mask, B, T, C, NH, C, 0.2, 5, 6), TUNE_OK);
+    ck_assert_int_eq(KF->attention_fwd(be->ctx, o3, a3, ad3, qkv, qkv + C, qkv + 2 * C, mask, B, T,
+                                       C, NH, 3 * C, 0.2, 5, 6),
+                     TUNE_OK);
+    ck_assert(memcmp(o1, o3, n * sizeof(float)) == 0);
+    ck_assert(memcmp(a1, a3, na * sizeof(float)) == 0);
+    ck_assert(memcmp(ad1, ad3, na * sizeof(float)) == 0);
+    /* backward from non-zero incoming values; the packed gradient's rows
+     * hold the same values as the three arrays */
+    float *dq = to_f(x + n, n), *dk = to_f(x + 2 * n, n), *dv = to_f(x, n);
+    float *dqkv = pack_rows(dq, dk, dv, (size_t)B * T, C);
+    float *dp1 = to_f(x + 4 * n, na), *dp3 = to_f(x + 4 * n, na);
+    float *da1 = to_f(x, na), *da3 = to_f(x, na), *dd1 = to_f(x + n, na), *dd3 = to_f(x + n, na);
+    ck_assert_int_eq(KF->attention_bwd(be->ctx, dq, dk, dv, dp1, da1, dd1, g, q, k, v, a1, ad1,
+                                       mask, B, T, C, NH, C, 0.2, 5, 6),
+                     TUNE_OK);
+    ck_assert_int_eq(KF->attention_bwd(be->ctx, dqkv, dqkv + C, dqkv + 2 * C, dp3, da3, dd3, g, qkv,
+                                       qkv + C, qkv + 2 * C, a3, ad3, mask, B, T, C, NH, 3 * C, 0.2,
+                                       5, 6),
+                     TUNE_OK);
+    ck_assert(same_part(dqkv, 0, dq, (size_t)B * T, C));
+    ck_assert(same_part(dqkv, 1, dk, (size_t)B * T, C));
+    ck_assert(same_part(dqkv, 2, dv, (size_t)B * T, C));
+    ck_assert(memcmp(dp1, dp3, na * sizeof(float)) == 0);
+    ck_assert(memcmp(da1, da3, na * sizeof(float)) == 0);
+}
+END_TEST
+
 static Suite *bert_kernels_suite(void)
 {
     Suite *s = suite_create("bert_kernels");
@@ -1072,6 +1151,7 @@ static Suite *bert_kernels_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_float_vs_double, 0, TUNEP_CPU_ISA_COUNT);
     tcase_add_test(tc, test_gemm_vs_naive);
+    tcase_add_loop_test(tc, test_attention_row_stride, 0, TUNEP_CPU_ISA_COUNT);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("isa");

@@ -37,13 +37,79 @@ START_TEST(test_param_counts)
     ck_assert_uint_eq(lay.param_total, 4385920u + 258u);
     ck_assert_uint_eq(lay.param_size[BERT_P_WORD_EMB], 30522u * 128u);
     ck_assert_uint_eq(lay.param_size[BERT_P_FC_W], 512u * 128u);
-    /* offsets are prefix sums in table order, per-layer tensors hold L layers */
+    /* offsets are prefix sums in table order, per-layer tensors hold L
+     * layers; a stack (the query, key and value rows) is one entry whose
+     * layers hold its rows' layers in turn */
     size_t off = 0;
     for (int id = 0; id < BERT_PARAM_COUNT; id++) {
+        size_t layers = tunep_bert_param_info[id].layered ? 2u : 1u;
+        enum bert_param first = tunep_bert_param_stack((enum bert_param)id);
+        if (first != (enum bert_param)id) {
+            /* placed right after the previous row of its stack */
+            int prev = id - 1;
+            while (tunep_bert_param_stack((enum bert_param)prev) != first)
+                prev--;
+            ck_assert_uint_eq(lay.param_offset[id], lay.param_offset[prev] + lay.param_size[prev]);
+            ck_assert_uint_eq(lay.param_stride[id], lay.param_stride[first]);
+            continue;
+        }
         ck_assert_uint_eq(lay.param_offset[id], off);
-        off += lay.param_size[id] * (tunep_bert_param_info[id].layered ? 2u : 1u);
+        off += lay.param_stride[id] * layers;
     }
     ck_assert_uint_eq(off, lay.param_total);
+}
+END_TEST
+
+/* Every (tensor, layer) lies inside the arena and no two overlap: together
+ * they tile it exactly. The query, key and value rows of one layer form one
+ * (3C, C) weight and one 3C bias, in that order, as the model's fused
+ * projection reads them; a stack's rows share decay (AdamW runs over a
+ * stack as one range). */
+START_TEST(test_param_stacks)
+{
+    struct tunep_bert_config cfg;
+    tunep_bert_config_default(&cfg);
+    cfg.L = 3;
+    cfg.C = 64;
+    cfg.NH = 4;
+    cfg.I = 96;
+    cfg.V = 50;
+    cfg.P = 20;
+    struct tunep_bert_layout lay;
+    ck_assert_int_eq(tunep_bert_layout_compute(&cfg, 1, 1, &lay, NULL), TUNE_OK);
+    unsigned char *owner = calloc(lay.param_total, 1);
+    ck_assert_ptr_nonnull(owner);
+    for (int id = 0; id < BERT_PARAM_COUNT; id++) {
+        int layers = tunep_bert_param_info[id].layered ? cfg.L : 1;
+        for (int l = 0; l < layers; l++) {
+            size_t off = lay.param_offset[id] + (size_t)l * lay.param_stride[id];
+            ck_assert(off + lay.param_size[id] <= lay.param_total);
+            for (size_t i = 0; i < lay.param_size[id]; i++)
+                ck_assert_int_eq(owner[off + i]++, 0);
+        }
+        enum bert_param first = tunep_bert_param_stack((enum bert_param)id);
+        ck_assert_int_eq(tunep_bert_param_info[id].decay, tunep_bert_param_info[first].decay);
+        ck_assert_int_eq(tunep_bert_param_info[id].layered, tunep_bert_param_info[first].layered);
+        ck_assert_int_le(first, id);
+    }
+    for (size_t i = 0; i < lay.param_total; i++)
+        ck_assert_int_eq(owner[i], 1);
+    free(owner);
+    const size_t C = (size_t)cfg.C, CC = C * C;
+    ck_assert_int_eq(tunep_bert_param_stack(BERT_P_K_W), BERT_P_Q_W);
+    ck_assert_int_eq(tunep_bert_param_stack(BERT_P_V_B), BERT_P_Q_B);
+    ck_assert_int_eq(tunep_bert_param_stack(BERT_P_FC_W), BERT_P_FC_W);
+    ck_assert_uint_eq(lay.param_stride[BERT_P_Q_W], 3 * CC);
+    ck_assert_uint_eq(lay.param_stride[BERT_P_V_B], 3 * C);
+    ck_assert_uint_eq(lay.param_stride[BERT_P_FC_W], lay.param_size[BERT_P_FC_W]);
+    for (int l = 0; l < cfg.L; l++) {
+        size_t q = lay.param_offset[BERT_P_Q_W] + (size_t)l * 3 * CC;
+        ck_assert_uint_eq(lay.param_offset[BERT_P_K_W] + (size_t)l * 3 * CC, q + CC);
+        ck_assert_uint_eq(lay.param_offset[BERT_P_V_W] + (size_t)l * 3 * CC, q + 2 * CC);
+        size_t qb = lay.param_offset[BERT_P_Q_B] + (size_t)l * 3 * C;
+        ck_assert_uint_eq(lay.param_offset[BERT_P_K_B] + (size_t)l * 3 * C, qb + C);
+        ck_assert_uint_eq(lay.param_offset[BERT_P_V_B] + (size_t)l * 3 * C, qb + 2 * C);
+    }
 }
 END_TEST
 
@@ -57,7 +123,7 @@ START_TEST(test_act_counts)
     struct tunep_bert_layout lay;
     ck_assert_int_eq(tunep_bert_layout_compute(&cfg, 32, 128, &lay, NULL), TUNE_OK);
     size_t btc = 32 * 128 * 128, bti = 32 * 128 * 512, ntt = 32 * 2 * 128 * 128, bt = 32 * 128;
-    size_t per_layer = 10 * btc + 2 * bti + 2 * ntt + 4 * bt;
+    size_t per_layer = 10 * btc + 2 * bti + 2 * ntt + 4 * bt; /* q, k, v: one (B,T,3C) */
     size_t want = 3 * btc + 2 * bt + 2 * per_layer + 3 * 32 * 128 + 2 * 32 * 2 + 32;
     ck_assert_uint_eq(lay.act_total, want);
     /* gradients: the layer output's (B,T,C) per layer; one layer's worth of
@@ -197,7 +263,8 @@ START_TEST(test_init_weights)
     /* LayerNorm ones, biases zero */
     for (int c = 0; c < cfg.C; c++) {
         ck_assert(p->emb_ln_w[c] == 1.0f && p->emb_ln_b[c] == 0.0f);
-        ck_assert(p->att_ln_w[cfg.C + c] == 1.0f && p->q_b[cfg.C + c] == 0.0f);
+        /* layer 1; the query bias is stacked with the key and value biases */
+        ck_assert(p->att_ln_w[cfg.C + c] == 1.0f && p->q_b[3 * cfg.C + c] == 0.0f);
     }
     /* N(0, 0.02) truncated at 2 sd: |w| <= 0.04, mean 0, and
      * sd = 0.02 sqrt(1 - 2*2 phi(2) / (Phi(2) - Phi(-2))) = 0.02 * 0.87962 */
@@ -217,7 +284,7 @@ START_TEST(test_init_weights)
     /* another seed, other weights; per-layer tensors differ between layers */
     ck_assert_int_eq(tunep_bert_init_weights(m2, 43, NULL), TUNE_OK);
     ck_assert(memcmp(tunep_bert_params_arena(m1), tunep_bert_params_arena(m2), n * sizeof(float)));
-    ck_assert(memcmp(p->q_w, p->q_w + (size_t)cfg.C * cfg.C, 64 * sizeof(float)) != 0);
+    ck_assert(memcmp(p->q_w, p->q_w + 3 * (size_t)cfg.C * cfg.C, 64 * sizeof(float)) != 0);
     tunep_bert_free(m1);
     tunep_bert_free(m2);
     tunep_cpu_backend_free(be);
@@ -229,6 +296,7 @@ static Suite *bert_layout_suite(void)
     Suite *s = suite_create("bert_layout");
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, test_param_counts);
+    tcase_add_test(tc, test_param_stacks);
     tcase_add_test(tc, test_act_counts);
     tcase_add_test(tc, test_memory_estimate);
     tcase_add_test(tc, test_names_and_flags);

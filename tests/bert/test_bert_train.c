@@ -11,6 +11,7 @@
 #include "check_util.h"
 #include "bert_test_util.h"
 #include "models/bert/bert.h"
+#include "models/bert/bert_rng.h"
 #include "models/cpu/cpu_backend.h"
 
 enum { B = 8, T = 12, K = 3 };
@@ -136,6 +137,50 @@ START_TEST(test_dropout_reproducible)
     ck_assert(memcmp(l0, l1, sizeof l0) != 0);
     ck_assert_int_eq(tunep_bert_forward(m, &d.batch, 1, 8, &t3, NULL), TUNE_OK);
     ck_assert(t3 != t1);
+    tunep_bert_free(m);
+    tunep_cpu_backend_free(be);
+}
+END_TEST
+
+/*
+ * Dropout masks are keyed by fixed site numbers (bert_rng.h), not by the
+ * activations' table rows, so a seed keeps its masks when that table
+ * changes: the attention-probability mask of layer 1 is stream (dropout,
+ * 10, 0, 1) and the attention output's of layer 0 stream (dropout, 13, 0,
+ * 0), element i dropped iff its draw is below the threshold.
+ */
+START_TEST(test_dropout_streams_fixed)
+{
+    struct tunep_backend *be;
+    ck_assert_int_eq(tunep_cpu_backend_new(2, &be, NULL), TUNE_OK);
+    struct tunep_bert_config cfg;
+    small_config(&cfg);
+    struct tunep_bert *m;
+    ck_assert_int_eq(tunep_bert_new(&cfg, B, T, be, &m, NULL), TUNE_OK);
+    ck_assert_int_eq(tunep_bert_init_weights(m, 5, NULL), TUNE_OK);
+    struct data d;
+    make_data(&d, 3);
+    const uint64_t seed = 9;
+    ck_assert_int_eq(tunep_bert_forward(m, &d.batch, 1, seed, NULL, NULL), TUNE_OK);
+    const struct tunep_bert_acts *a = tunep_bert_acts_view(m);
+    const uint32_t thr = tunep_dropout_threshold(0.1);
+    size_t ntt = (size_t)B * cfg.NH * T * T, btc = (size_t)B * T * cfg.C, checked = 0, dropped = 0;
+    uint64_t att_stream = tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, 10, 0, 1);
+    for (size_t i = 0; i < ntt; i++) {
+        float p = a->att[ntt + i], pd = a->att_drop[ntt + i];
+        if (p == 0.0f) /* a padding key: its mask does not show */
+            continue;
+        int drop = tunep_rng_u32_at(seed, att_stream, i) < thr;
+        ck_assert_int_eq(pd == 0.0f, drop);
+        checked++;
+        dropped += drop;
+    }
+    /* att_res = dropout(att_proj) + x; the dropped elements equal x */
+    uint64_t res_stream = tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, 13, 0, 0);
+    for (size_t i = 0; i < btc; i++)
+        if (tunep_rng_u32_at(seed, res_stream, i) < thr)
+            ck_assert(a->att_res[i] == a->emb_drop[i]);
+    ck_assert(checked > 1000 && dropped > checked / 20 && dropped < checked / 5);
     tunep_bert_free(m);
     tunep_cpu_backend_free(be);
 }
@@ -325,6 +370,7 @@ static Suite *bert_train_suite(void)
     tcase_add_test(tc, test_memorise_batch);
     tcase_add_test(tc, test_threads_agree);
     tcase_add_test(tc, test_dropout_reproducible);
+    tcase_add_test(tc, test_dropout_streams_fixed);
     tcase_add_test(tc, test_grad_accumulates);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");

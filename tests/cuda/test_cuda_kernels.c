@@ -197,7 +197,10 @@ END_TEST
 /* ---- Linear ---------------------------------------------------------------- */
 
 /* One Linear of (N, IC) -> (N, OC), with or without bias, forward and backward. */
-static void linear_case(struct test_rng *r, int N, int IC, int OC, int bias, const char *tag)
+/* accumulate: matmul_bwd adds into dinp (1) or writes it (0), both sides
+ * starting from the same non-zero values. */
+static void linear_case(struct test_rng *r, int N, int IC, int OC, int bias, int accumulate,
+                        const char *tag)
 {
     char name[64];
     float *x = hrand(r, (size_t)N * IC, -1, 1), *w = hrand(r, (size_t)OC * IC, -1, 1);
@@ -242,9 +245,9 @@ static void linear_case(struct test_rng *r, int N, int IC, int OC, int bias, con
             m += fabs((double)dout[(size_t)n * OC + o]);
         m_db[o] = (float)m;
     }
-    ck_assert_int_eq(KC->matmul_bwd(CC, dinp, dw, db, dout, x, w, N, IC, OC), TUNE_OK);
-    GPU_OK(
-        KG->matmul_bwd(GC, g_dinp, g_dw, g_db, dup_f(dout, (size_t)N * OC), g_x, g_w, N, IC, OC));
+    ck_assert_int_eq(KC->matmul_bwd(CC, dinp, dw, db, dout, x, w, N, IC, OC, accumulate), TUNE_OK);
+    GPU_OK(KG->matmul_bwd(GC, g_dinp, g_dw, g_db, dup_f(dout, (size_t)N * OC), g_x, g_w, N, IC, OC,
+                          accumulate));
     snprintf(name, sizeof name, "matmul_bwd dinp %s", tag);
     ck_assert(
         check_mag(name, down(g_dinp, (size_t)N * IC), dinp, m_dinp, (size_t)N * IC, 2.0 * OC + 4));
@@ -261,16 +264,34 @@ START_TEST(matmul)
     const struct shape *s = &shapes[_i];
     struct test_rng r = {300 + (uint64_t)_i};
     int N = s->B * s->T;
-    linear_case(&r, N, s->C, s->I, 1, "up");
-    linear_case(&r, N, s->I, s->C, 1, "down");
-    linear_case(&r, N, s->C, 3 * s->C, 0, "nobias");
-    linear_case(&r, s->B, s->C, s->K, 1, "classifier");
+    linear_case(&r, N, s->C, s->I, 1, 1, "up");
+    linear_case(&r, N, s->I, s->C, 1, 0, "down");
+    linear_case(&r, N, s->C, 3 * s->C, 0, 1, "nobias");
+    linear_case(&r, N, s->C, 3 * s->C, 1, 1, "qkv");
+    linear_case(&r, s->B, s->C, s->K, 1, 0, "classifier");
 }
 END_TEST
 
 /* ---- attention --------------------------------------------------------------- */
 
-static void attention_case(const struct shape *s, double p, uint64_t seed)
+/* Host rows [a row | b row | c row] of three (rows, C) arrays, or the
+ * inverse (unpack != 0: split p3 into a, b, c). */
+static float *pack3(float *p3, float *a, float *b, float *c, size_t rows, int C, int unpack)
+{
+    float *dst = p3 ? p3 : hbuf(rows * 3 * (size_t)C);
+    float *part[3] = {a, b, c};
+    for (size_t r = 0; r < rows; r++)
+        for (int i = 0; i < 3; i++) {
+            float *row = dst + (r * 3 + (size_t)i) * (size_t)C, *x = part[i] + r * (size_t)C;
+            memcpy(unpack ? x : row, unpack ? row : x, (size_t)C * sizeof(float));
+        }
+    return dst;
+}
+
+/* fused != 0: the GPU reads q, k, v from (and writes dq, dk, dv into) one
+ * (B,T,3C) buffer of query | key | value rows, ld = 3C, as the model's fused
+ * projection leaves them; the CPU side keeps three (B,T,C) arrays. */
+static void attention_case(const struct shape *s, double p, uint64_t seed, int fused)
 {
     const int B = s->B, T = s->T, C = s->C, NH = s->NH;
     const size_t BTC = (size_t)B * T * C, ATT = (size_t)B * NH * T * T;
@@ -284,16 +305,25 @@ static void attention_case(const struct shape *s, double p, uint64_t seed)
     float *q = hrand(&r, BTC, -2, 2), *k = hrand(&r, BTC, -2, 2), *v = hrand(&r, BTC, -1, 1);
     float *out = hbuf(BTC), *att = hbuf(ATT), *att_drop = hbuf(ATT);
     float *g_out = dup_f(out, BTC), *g_att = dup_f(att, ATT), *g_att_drop = dup_f(att_drop, ATT);
-    float *g_q = dup_f(q, BTC), *g_k = dup_f(k, BTC), *g_v = dup_f(v, BTC);
+    const size_t BT = (size_t)B * T;
+    const int ld = fused ? 3 * C : C;
+    float *g_q, *g_k, *g_v;
+    if (fused) {
+        g_q = dup_f(pack3(NULL, q, k, v, BT, C, 0), 3 * BTC);
+        g_k = g_q + C;
+        g_v = g_q + 2 * C;
+    } else {
+        g_q = dup_f(q, BTC), g_k = dup_f(k, BTC), g_v = dup_f(v, BTC);
+    }
     int32_t *g_mask = dup_i(mask, (size_t)B * T);
     const uint64_t dseed = 77, stream = tunep_bert_stream(TUNEP_BERT_RNG_DROPOUT, 10, 0, 1);
     ck_assert_int_eq(
-        KC->attention_fwd(CC, out, att, att_drop, q, k, v, mask, B, T, C, NH, p, dseed, stream),
+        KC->attention_fwd(CC, out, att, att_drop, q, k, v, mask, B, T, C, NH, C, p, dseed, stream),
         TUNE_OK);
-    GPU_OK(KG->attention_fwd(GC, g_out, g_att, g_att_drop, g_q, g_k, g_v, g_mask, B, T, C, NH, p,
-                             dseed, stream));
+    GPU_OK(KG->attention_fwd(GC, g_out, g_att, g_att_drop, g_q, g_k, g_v, g_mask, B, T, C, NH, ld,
+                             p, dseed, stream));
     char tag[48];
-    snprintf(tag, sizeof tag, "p=%g", p);
+    snprintf(tag, sizeof tag, "p=%g%s", p, fused ? " fused" : "");
     char name[96];
     /* Scores are HS-term dot products scaled by 1/sqrt(HS) (|score| error <=
      * 2 (2 HS + 4) eps sqrt(HS) max|q k|), probabilities inherit twice that
@@ -326,39 +356,56 @@ static void attention_case(const struct shape *s, double p, uint64_t seed)
     float *dout = hrand(&r, BTC, -1, 1);
     float *dq = hrand(&r, BTC, -1, 1), *dk = hrand(&r, BTC, -1, 1), *dv = hrand(&r, BTC, -1, 1);
     float *dpre = hbuf(ATT), *datt = hbuf(ATT), *datt_drop = hbuf(ATT); /* zeroed, as bert.c */
-    float *g_dq = dup_f(dq, BTC), *g_dk = dup_f(dk, BTC), *g_dv = dup_f(dv, BTC);
+    float *g_dq, *g_dk, *g_dv;
+    if (fused) {
+        g_dq = dup_f(pack3(NULL, dq, dk, dv, BT, C, 0), 3 * BTC);
+        g_dk = g_dq + C;
+        g_dv = g_dq + 2 * C;
+    } else {
+        g_dq = dup_f(dq, BTC), g_dk = dup_f(dk, BTC), g_dv = dup_f(dv, BTC);
+    }
     float *g_dpre = dup_f(dpre, ATT), *g_datt = dup_f(datt, ATT),
           *g_datt_drop = dup_f(datt_drop, ATT);
     float *g_att_c = dup_f(att, ATT), *g_ad_c = dup_f(att_drop, ATT);
     ck_assert_int_eq(KC->attention_bwd(CC, dq, dk, dv, dpre, datt, datt_drop, dout, q, k, v, att,
-                                       att_drop, mask, B, T, C, NH, p, dseed, stream),
+                                       att_drop, mask, B, T, C, NH, C, p, dseed, stream),
                      TUNE_OK);
     GPU_OK(KG->attention_bwd(GC, g_dq, g_dk, g_dv, g_dpre, g_datt, g_datt_drop, dup_f(dout, BTC),
-                             g_q, g_k, g_v, g_att_c, g_ad_c, g_mask, B, T, C, NH, p, dseed,
+                             g_q, g_k, g_v, g_att_c, g_ad_c, g_mask, B, T, C, NH, ld, p, dseed,
                              stream));
+    float *h_dq, *h_dk, *h_dv;
+    if (fused) {
+        h_dq = hbuf(BTC), h_dk = hbuf(BTC), h_dv = hbuf(BTC);
+        pack3(down(g_dq, 3 * BTC), h_dq, h_dk, h_dv, BT, C, 1);
+    } else {
+        h_dq = down(g_dq, BTC), h_dk = down(g_dk, BTC), h_dv = down(g_dv, BTC);
+    }
     /* T- and HS-term products chained twice more than the forward: the same
      * bound, squared error accumulating over the two extra GEMMs (x4). */
     const double bwd_limit = 6e-7;
     struct {
         const char *n;
-        float *g, *c;
+        float *h, *c; /* GPU result on the host, CPU result */
         size_t len;
-    } outs[] = {{"dq", g_dq, dq, BTC},       {"dk", g_dk, dk, BTC},
-                {"dv", g_dv, dv, BTC},       {"dpreatt", g_dpre, dpre, ATT},
-                {"datt", g_datt, datt, ATT}, {"datt_drop", g_datt_drop, datt_drop, ATT}};
+    } outs[] = {{"dq", h_dq, dq, BTC},
+                {"dk", h_dk, dk, BTC},
+                {"dv", h_dv, dv, BTC},
+                {"dpreatt", down(g_dpre, ATT), dpre, ATT},
+                {"datt", down(g_datt, ATT), datt, ATT},
+                {"datt_drop", down(g_datt_drop, ATT), datt_drop, ATT}};
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
         if (strcmp(outs[i].n, "datt_drop") == 0 && tunep_dropout_threshold(p) == 0)
             continue;
         snprintf(name, sizeof name, "attention_bwd %s %s", outs[i].n, tag);
-        ck_assert(
-            check_nmse(name, down(outs[i].g, outs[i].len), outs[i].c, outs[i].len, bwd_limit));
+        ck_assert(check_nmse(name, outs[i].h, outs[i].c, outs[i].len, bwd_limit));
     }
 }
 
 START_TEST(attention)
 {
-    attention_case(&shapes[_i], 0.0, 400 + (uint64_t)_i);
-    attention_case(&shapes[_i], 0.1, 410 + (uint64_t)_i);
+    attention_case(&shapes[_i], 0.0, 400 + (uint64_t)_i, 0);
+    attention_case(&shapes[_i], 0.1, 410 + (uint64_t)_i, 0);
+    attention_case(&shapes[_i], 0.1, 420 + (uint64_t)_i, 1);
 }
 END_TEST
 
@@ -666,11 +713,11 @@ START_TEST(deterministic)
         float *att = dup_f(hbuf(ATT), ATT), *ad = dup_f(hbuf(ATT), ATT), *o = dup_f(hbuf(BTC), BTC);
         float *g_q = dup_f(q, BTC);
         int32_t *g_mask = dup_i(mask, (size_t)N);
-        GPU_OK(KG->attention_fwd(GC, o, att, ad, g_q, g_q, g_q, g_mask, B, T, C, NH, 0.1, 5, 6));
+        GPU_OK(KG->attention_fwd(GC, o, att, ad, g_q, g_q, g_q, g_mask, B, T, C, NH, C, 0.1, 5, 6));
         float *dq = dup_f(hbuf(BTC), BTC), *dpre = dup_f(hbuf(ATT), ATT);
         float *datt = dup_f(hbuf(ATT), ATT), *dad = dup_f(hbuf(ATT), ATT);
         GPU_OK(KG->attention_bwd(GC, dq, dq, dq, dpre, datt, dad, dup_f(dout, BTC), g_q, g_q, g_q,
-                                 att, ad, g_mask, B, T, C, NH, 0.1, 5, 6));
+                                 att, ad, g_mask, B, T, C, NH, C, 0.1, 5, 6));
         float *dw = dup_f(hbuf((size_t)C), (size_t)C), *db = dup_f(hbuf((size_t)C), (size_t)C);
         float *mean = dup_f(hbuf((size_t)N), (size_t)N), *rstd = dup_f(hbuf((size_t)N), (size_t)N);
         float *ln = dup_f(hbuf(BTC), BTC), *w = dup_f(hrand(&r, (size_t)C, 1, 1), (size_t)C);
