@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The length of the valid UTF-8 sequence at p (1 to 4), with its code point, or 0. */
@@ -122,4 +123,17 @@ void tunep_json_put_string(struct tunep_buf *b, const char *s)
     }
     tunep_buf_append(b, run, (size_t)(s - run));
     tunep_buf_append(b, "\"", 1);
+}
+
+void tunep_json_put_number(struct tunep_buf *b, double v)
+{
+    char num[40];
+    if (isnan(v)) {
+        tunep_buf_puts(b, "null");
+    } else if (isinf(v)) {
+        tunep_buf_puts(b, v > 0 ? "1e999" : "-1e999");
+    } else {
+        tunep_format_double(num, sizeof num, v);
+        tunep_buf_puts(b, num);
+    }
 }

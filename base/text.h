@@ -29,5 +29,9 @@ size_t tunep_escape_ctrl(char *dst, size_t size, const char *src, const char *ke
 struct tunep_buf;
 /* Appends s as a JSON string: quotes, backslashes and control bytes escaped, UTF-8 as is. */
 void tunep_json_put_string(struct tunep_buf *b, const char *s);
+/* Appends v as a JSON number, exact (shortest round trip); NaN as null and the
+ * infinities as 1e999 and -1e999, which JSON readers (JSON.parse, jansson,
+ * Python) read back as infinities, as the store keeps them. */
+void tunep_json_put_number(struct tunep_buf *b, double v);
 
 #endif /* TUNE_TEXT_H */

@@ -68,11 +68,6 @@ tune_status tunep_dash_view_trial(struct tunep_dash_views *v, int64_t trial_id,
 struct tunep_store;
 struct tunep_store_reader;
 
-/* A JSON string; bytes that are not UTF-8 pass through (the reader's decoder replaces them). */
-void tunep_dash_json_string(struct tunep_buf *b, const char *s);
-/* A JSON number, exact; NaN is null, infinities 1e999 and -1e999 (as the store writes them). */
-void tunep_dash_json_number(struct tunep_buf *b, double v);
-
 /* Where one trial's object lies in the trials document. */
 struct tunep_dash_span {
     int64_t trial_id;

@@ -14,55 +14,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "dashboard/dashboard.h"
 #include "store/store.h"
 #include "store/store_read.h"
 
-void tunep_dash_json_string(struct tunep_buf *b, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    tunep_buf_append(b, "\"", 1);
-    const char *run = s;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char u[8];
-        const char *rep = u;
-        if (*p == '"')
-            rep = "\\\"";
-        else if (*p == '\\')
-            rep = "\\\\";
-        else if (*p == '\n')
-            rep = "\\n";
-        else if (*p < 0x20 || *p == 0x7f)
-            snprintf(u, sizeof u, "\\u00%c%c", hex[*p >> 4], hex[*p & 15]);
-        else
-            continue;
-        tunep_buf_append(b, run, (size_t)((const char *)p - run));
-        tunep_buf_puts(b, rep);
-        run = (const char *)p + 1;
-    }
-    tunep_buf_puts(b, run);
-    tunep_buf_append(b, "\"", 1);
-}
-
-void tunep_dash_json_number(struct tunep_buf *b, double v)
-{
-    char num[40];
-    if (isnan(v)) {
-        tunep_buf_puts(b, "null");
-    } else if (isinf(v)) {
-        tunep_buf_puts(b, v > 0 ? "1e999" : "-1e999");
-    } else {
-        tunep_format_double(num, sizeof num, v);
-        tunep_buf_puts(b, num);
-    }
-}
-
 static void json_value(struct tunep_buf *b, const struct tunep_value *v)
 {
     switch (v->type) {
-        case TUNEP_V_DOUBLE: tunep_dash_json_number(b, v->u.d); return;
+        case TUNEP_V_DOUBLE: tunep_json_put_number(b, v->u.d); return;
         case TUNEP_V_INT: tunep_buf_printf(b, "%" PRId64, v->u.i); return;
-        case TUNEP_V_STRING: tunep_dash_json_string(b, v->u.s ? v->u.s : ""); return;
+        case TUNEP_V_STRING: tunep_json_put_string(b, v->u.s ? v->u.s : ""); return;
         case TUNEP_V_BOOL: tunep_buf_puts(b, v->u.b ? "true" : "false"); return;
     }
     tunep_buf_puts(b, "null");
@@ -76,9 +38,9 @@ static void json_metrics(struct tunep_buf *b, size_t n, const char *const *names
     for (size_t i = 0; i < n; i++) {
         if (i)
             tunep_buf_append(b, ",", 1);
-        tunep_dash_json_string(b, names[i]);
+        tunep_json_put_string(b, names[i]);
         tunep_buf_append(b, ":", 1);
-        tunep_dash_json_number(b, values[i]);
+        tunep_json_put_number(b, values[i]);
     }
     tunep_buf_append(b, "}", 1);
 }
@@ -155,7 +117,7 @@ static tune_status best_report(void *ud, int64_t trial_id, int attempt, int64_t 
     tunep_buf_printf(&d->arena, "{\"attempt\":%d,\"training_iteration\":%" PRId64 ",", attempt,
                      iteration);
     tunep_buf_puts(&d->arena, "\"time_total_s\":");
-    tunep_dash_json_number(&d->arena, time_total_s);
+    tunep_json_put_number(&d->arena, time_total_s);
     tunep_buf_puts(&d->arena, ",\"metrics\":");
     json_metrics(&d->arena, n, names, values);
     tunep_buf_append(&d->arena, "}", 1);
@@ -188,24 +150,24 @@ static tune_status trial_object(void *ud, const struct tunep_stored_trial *t)
     sp->trial_id = t->trial_id;
     sp->start = b->len;
     tunep_buf_printf(b, "{\"trial_id\":%" PRId64 ",\"status\":", t->trial_id);
-    tunep_dash_json_string(b, tune_trial_status_name(t->status));
+    tunep_json_put_string(b, tune_trial_status_name(t->status));
     tunep_buf_printf(b, ",\"attempt\":%d,\"training_iteration\":%" PRId64 ",\"time_total_s\":",
                      t->attempt, t->iteration);
-    tunep_dash_json_number(b, t->time_total_s);
+    tunep_json_put_number(b, t->time_total_s);
     tunep_buf_puts(b, ",\"start_time\":");
-    tunep_dash_json_number(b, t->start_time);
+    tunep_json_put_number(b, t->start_time);
     tunep_buf_puts(b, ",\"end_time\":");
-    tunep_dash_json_number(b, t->end_time);
+    tunep_json_put_number(b, t->end_time);
     tunep_buf_puts(b, ",\"error\":");
     if (t->error)
-        tunep_dash_json_string(b, t->error);
+        tunep_json_put_string(b, t->error);
     else
         tunep_buf_puts(b, "null");
     tunep_buf_puts(b, ",\"config\":{");
     for (size_t i = 0; i < t->n_params; i++) {
         if (i)
             tunep_buf_append(b, ",", 1);
-        tunep_dash_json_string(b, t->param_names[i]);
+        tunep_json_put_string(b, t->param_names[i]);
         tunep_buf_append(b, ":", 1);
         json_value(b, &t->params[i]);
     }
@@ -222,7 +184,7 @@ static tune_status trial_object(void *ud, const struct tunep_stored_trial *t)
     while (d->i_dev < d->n_dev && d->dev[d->i_dev].trial_id < t->trial_id)
         d->i_dev++;
     if (d->i_dev < d->n_dev && d->dev[d->i_dev].trial_id == t->trial_id)
-        tunep_dash_json_string(b, d->arena.data + d->dev[d->i_dev].off);
+        tunep_json_put_string(b, d->arena.data + d->dev[d->i_dev].off);
     else
         tunep_buf_puts(b, "null");
     tunep_buf_append(b, "}", 1);
@@ -248,7 +210,7 @@ tune_status tunep_dash_trials_json(struct tunep_store *st, struct tunep_store_re
         (rs = tunep_store_reader_foreach_device(rd, device_of, &d, err)))
         goto out;
     tunep_buf_puts(out, "{\"metric\":");
-    tunep_dash_json_string(out, d.metric);
+    tunep_json_put_string(out, d.metric);
     tunep_buf_printf(out, ",\"mode\":\"%s\",\"trials\":[\n", d.sign > 0 ? "max" : "min");
     if ((rs = tunep_store_foreach_trial(st, trial_object, &d, err)))
         goto out;
@@ -284,9 +246,9 @@ static tune_status report_object(void *ud, const struct tunep_read_report *rep)
     tunep_buf_printf(b, "%s\n{\"attempt\":%d,\"training_iteration\":%" PRId64 ",\"time_total_s\":",
                      d->first ? "" : ",", rep->attempt, rep->iteration);
     d->first = 0;
-    tunep_dash_json_number(b, rep->time_total_s);
+    tunep_json_put_number(b, rep->time_total_s);
     tunep_buf_puts(b, ",\"timestamp\":");
-    tunep_dash_json_number(b, rep->wall_time);
+    tunep_json_put_number(b, rep->wall_time);
     tunep_buf_puts(b, ",\"metrics\":");
     tunep_buf_puts(b, rep->metrics_json);
     tunep_buf_append(b, "}", 1);

@@ -516,22 +516,6 @@ double tune_result_score(const tune_result *r)
     return r ? r->score : (double)NAN;
 }
 
-/* Appends a number as JSON: NaN as null, infinities as +-1e999 (read back as infinities). */
-static void json_number(struct tunep_buf *b, double v)
-{
-    char num[40];
-    if (isnan(v)) {
-        tunep_buf_puts(b, "null");
-        return;
-    }
-    if (isinf(v)) {
-        tunep_buf_puts(b, v > 0 ? "1e999" : "-1e999");
-        return;
-    }
-    tunep_format_double(num, sizeof num, v);
-    tunep_buf_puts(b, num);
-}
-
 tune_status tune_result_json(const tune_result *r, char **ret_json, tune_error *err)
 {
     if (!r || !ret_json)
@@ -547,16 +531,16 @@ tune_status tune_result_json(const tune_result *r, char **ret_json, tune_error *
     tunep_buf_printf(&b,
                      ",\"mode\":\"%s\",\"scope\":\"%s\",\"score\":", r->mode_max ? "max" : "min",
                      tune_scope_name(r->scope));
-    json_number(&b, r->score);
+    tunep_json_put_number(&b, r->score);
     tunep_buf_printf(&b, ",\"training_iteration\":%lld,\"time_total_s\":", (long long)r->iteration);
-    json_number(&b, r->time_total_s);
+    tunep_json_put_number(&b, r->time_total_s);
     tunep_buf_puts(&b, ",\"metrics\":{");
     for (size_t i = 0; i < r->n_metrics; i++) {
         if (i)
             tunep_buf_puts(&b, ",");
         tunep_json_put_string(&b, r->metric_names[i]);
         tunep_buf_puts(&b, ":");
-        json_number(&b, r->metric_values[i]);
+        tunep_json_put_number(&b, r->metric_values[i]);
     }
     tunep_buf_puts(&b, "}}");
     int nomem = !config || b.oom;

@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include "base/file_io.h"
+#include "base/text.h"
 #include "config/config.h"
 #include "schedulers/scheduler.h"
 #include "search/importance.h"
@@ -175,19 +176,10 @@ static double round6(double v)
     return k >= 0 ? round(v * p) / p : round(v / p) * p;
 }
 
-/* A JSON number: exact, or with 6 digits; NaN is null, infinities 1e999 and -1e999
- * (JSON.parse reads those as Infinity, as the store's metrics do). */
+/* A JSON number (tunep_json_put_number): exact, or with 6 digits. */
 static void json_number(struct tunep_buf *b, double v, int short_form)
 {
-    char num[40];
-    if (isnan(v)) {
-        tunep_buf_puts(b, "null");
-    } else if (isinf(v)) {
-        tunep_buf_puts(b, v > 0 ? "1e999" : "-1e999");
-    } else {
-        tunep_format_double(num, sizeof num, short_form ? round6(v) : v);
-        tunep_buf_puts(b, num);
-    }
+    tunep_json_put_number(b, short_form ? round6(v) : v);
 }
 
 static void json_value(struct tunep_buf *b, const struct tunep_value *v)

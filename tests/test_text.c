@@ -4,6 +4,8 @@
  * truncation at whole characters and escapes), and the two places it is
  * applied in base/: log messages and tune_error_format().
  */
+#include <math.h>
+
 #include "check_util.h"
 #include "base/base.h"
 #include "base/text.h"
@@ -90,6 +92,30 @@ START_TEST(test_applied)
 }
 END_TEST
 
+/* JSON numbers and strings as every writer of JSON in tune puts them. */
+START_TEST(test_json_put)
+{
+    struct tunep_buf b;
+    tunep_buf_init(&b);
+    tunep_json_put_number(&b, 0.1);
+    tunep_buf_puts(&b, " ");
+    tunep_json_put_number(&b, -2.5e-300);
+    tunep_buf_puts(&b, " ");
+    tunep_json_put_number(&b, (double)NAN);
+    tunep_buf_puts(&b, " ");
+    tunep_json_put_number(&b, (double)INFINITY);
+    tunep_buf_puts(&b, " ");
+    tunep_json_put_number(&b, -(double)INFINITY);
+    tunep_buf_puts(&b, " ");
+    tunep_json_put_number(&b, 3.0);
+    tunep_buf_puts(&b, " ");
+    tunep_json_put_string(&b, "a\"b\\c\nd\x01\xc3\xa9");
+    ck_assert_str_eq(b.data,
+                     "0.1 -2.5e-300 null 1e999 -1e999 3 \"a\\\"b\\\\c\\nd\\u0001\xc3\xa9\"");
+    tunep_buf_done(&b);
+}
+END_TEST
+
 static Suite *text_suite(void)
 {
     Suite *s = suite_create("text");
@@ -98,6 +124,7 @@ static Suite *text_suite(void)
     tcase_add_test(tc, test_escape);
     tcase_add_test(tc, test_escape_truncation);
     tcase_add_test(tc, test_applied);
+    tcase_add_test(tc, test_json_put);
     suite_add_tcase(s, tc);
     return s;
 }
