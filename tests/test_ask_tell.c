@@ -212,6 +212,45 @@ START_TEST(same_as_run)
 }
 END_TEST
 
+/*
+ * HyperBand pauses trials and resumes them later: an ask then hands out a
+ * paused trial again, whose reports up to its pause are replayed unrecorded,
+ * as tune_study_run() runs its objective again.
+ */
+START_TEST(same_as_run_pausing)
+{
+    const char *hb = ", \"scheduler\": {\"type\": \"hyperband\", \"max_t\": 8, "
+                     "\"reduction_factor\": 2}";
+    char *dir = tune_test_mkdtemp();
+    tune_study *ref = study_from(config(dir, "run", 12, hb));
+    ck_assert_int_eq(tune_study_set_objective(ref, objective, NULL, NULL), TUNE_OK);
+    tune_error err;
+    ck_assert_msg(tune_study_run(ref, &err) == TUNE_OK, "%s", err.text);
+    int64_t c_ref[TUNE_TRIAL_STATUS_COUNT], c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(ref, c_ref);
+    tune_study_free(ref);
+    ck_assert_int_gt(c_ref[TUNE_TRIAL_STOPPED], 0);
+
+    tune_study *s = study_from(config(dir, "ask", 12, hb));
+    int asked = ask_tell_loop(s);
+    ck_assert_int_gt(asked, 12); /* some trials were handed out again after a pause */
+    tune_study_counts(s, c);
+    for (int i = 0; i < TUNE_TRIAL_STATUS_COUNT; i++)
+        ck_assert_int_eq(c[i], c_ref[i]);
+    ck_assert_int_eq(tune_study_finish(s, &err), TUNE_OK);
+    tune_study_free(s);
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/run/results.csv", dir);
+    snprintf(b, sizeof b, "%s/ask/results.csv", dir);
+    ck_assert_int_eq(csv_same(a, b, NULL), 12);
+    snprintf(a, sizeof a, "%s/run/progress.csv", dir);
+    snprintf(b, sizeof b, "%s/ask/progress.csv", dir);
+    csv_same(a, b, NULL);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* Several trials open at once, told out of order; then the end of num_samples. */
 START_TEST(several_open_then_exhausted)
 {
@@ -504,6 +543,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, same_as_run);
+    tcase_add_test(tc, same_as_run_pausing);
     tcase_add_test(tc, several_open_then_exhausted);
     tcase_add_test(tc, failed_with_reason);
     tcase_add_test(tc, refused_tells);
