@@ -38,6 +38,8 @@ const char *tune_strerror(tune_status code)
         case TUNE_EFAILED: return "objective failed";
         case TUNE_EEXIST: return "experiment exists";
         case TUNE_EBUSY: return "experiment in use";
+        case TUNE_EEXHAUSTED: return "no trials left";
+        case TUNE_EWAIT: return "no trial can start yet";
         case TUNE_STATUS_COUNT: break;
     }
     return "unknown status";

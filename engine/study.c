@@ -376,6 +376,7 @@ void tune_study_free(tune_study *s)
 {
     if (!s)
         return;
+    tunep_ask_done(s); /* ask_tell.c: a study driven by ask and tell is finished first */
     for (int64_t i = 0; i < s->n_trials; i++)
         tunep_trial_rec_free(s->trials[i], s->n_params);
     tunep_free(s->trials);
@@ -512,8 +513,6 @@ void tune_study_request_stop(tune_study *s)
         atomic_store(&s->stop_requested, 1);
 }
 
-static void set_fatal(struct tune_study *s, const tune_error *e);
-
 tune_status tune_study_stop_now(tune_study *s, tune_error *err)
 {
     if (!s)
@@ -538,12 +537,12 @@ tune_status tune_study_stop_now(tune_study *s, tune_error *err)
                 tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_PENDING,
                                       rec->iteration, rec->time_total_s, tunep_now_wall(), NULL,
                                       &e))
-                set_fatal(s, &e);
+                tunep_study_set_fatal(s, &e);
         }
         if (s->store && !s->fatal) {
             tune_error e;
             if (tunep_store_commit(s->store, &e))
-                set_fatal(s, &e);
+                tunep_study_set_fatal(s, &e);
         }
         if (s->fatal) {
             st = s->fatal_err.code ? s->fatal_err.code : TUNE_ESTORE;
@@ -721,8 +720,7 @@ tune_status tunep_study_export_all(struct tune_study *s, tune_error *err)
 
 /* ---- the worker pool ----------------------------------------------------- */
 
-/* Records a store failure; every worker stops at its next chance. Lock held. */
-static void set_fatal(struct tune_study *s, const tune_error *e)
+void tunep_study_set_fatal(struct tune_study *s, const tune_error *e)
 {
     if (!s->fatal) {
         s->fatal = 1;
@@ -812,7 +810,7 @@ static void end_paused(struct tune_study *s, struct tunep_trial_rec *rec)
         tune_error e;
         if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_STOPPED,
                                   rec->iteration, rec->time_total_s, tunep_now_wall(), NULL, &e))
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
     }
 }
 
@@ -829,7 +827,7 @@ static struct tunep_trial_rec *resume_paused(struct tune_study *s, struct tunep_
     if (s->store) {
         tune_error e;
         if (tunep_store_trial_resume(s->store, rec->id, rec->attempt, &e))
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
     }
     return rec;
 }
@@ -854,13 +852,13 @@ static struct tunep_trial_rec *start_attempt(struct tune_study *s, struct tunep_
         tune_error e;
         tunep_error_set(&e, TUNE_ENOMEM, "out of memory adding trial %lld to the scheduler",
                         (long long)rec->id);
-        set_fatal(s, &e);
+        tunep_study_set_fatal(s, &e);
     }
     if (s->store) {
         tune_error e;
         if (tunep_store_trial_start(s->store, rec->id, rec->attempt, s->cfg.space, rec->values,
                                     rec->start_wall, &e))
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
     }
     return rec;
 }
@@ -876,8 +874,7 @@ static void wait_for_work(struct tune_study *s)
     pthread_cond_timedwait(&s->work_cond, &s->lock, &ts);
 }
 
-/* The next trial to run, RUNNING on return; NULL when there is none. Lock held. */
-static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
+struct tunep_trial_rec *tunep_study_next_trial(struct tune_study *s, gsl_rng *r, int *ret_wait)
 {
     for (;;) {
         if (s->fatal || atomic_load(&s->stop_requested) || !budget_left(s))
@@ -902,10 +899,14 @@ static struct tunep_trial_rec *next_trial(struct tune_study *s, gsl_rng *r)
                 tune_error e;
                 tunep_error_set(&e, TUNE_ENOMEM, "out of memory creating trial %lld",
                                 (long long)s->n_trials);
-                set_fatal(s, &e);
+                tunep_study_set_fatal(s, &e);
                 return NULL;
             }
             return start_attempt(s, rec, r);
+        }
+        if (running > 0 && ret_wait) {
+            *ret_wait = 1;
+            return NULL;
         }
         if (running > 0 && s->have_work_cond) {
             wait_for_work(s);
@@ -957,15 +958,14 @@ static int exploit(struct tune_study *s, struct tunep_trial_rec *rec, int64_t do
     }
     tunep_free(v);
     if (s->store && tunep_store_trial_set_values(s->store, rec->id, rec->values, &e))
-        set_fatal(s, &e);
+        tunep_study_set_fatal(s, &e);
     tunep_log(TUNE_LOG_INFO, "trial %lld: PBT exploits trial %lld (checkpoint at iteration %lld)",
               (long long)rec->id, (long long)donor_id, (long long)donor->ckpt_iter);
     rec->keep_iteration = 1;
     return 0;
 }
 
-/* Ends an attempt: decides the status from the end reason and the objective's status. Lock held. */
-static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret)
+void tunep_study_finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret)
 {
     struct tunep_trial_rec *rec = t->rec;
     tune_trial_status status;
@@ -988,7 +988,7 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
             if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_PAUSED,
                                       rec->iteration, rec->time_total_s, tunep_now_wall(), NULL,
                                       &e))
-                set_fatal(s, &e);
+                tunep_study_set_fatal(s, &e);
         }
         if (t->end == TUNEP_END_PAUSED)
             tunep_scheduler_on_trial_paused(s->sched, rec->id);
@@ -1058,7 +1058,7 @@ static void finish_trial(struct tune_study *s, struct tune_trial *t, tune_status
         tune_error e;
         if (tunep_store_trial_end(s->store, rec->id, rec->attempt, status, rec->iteration,
                                   rec->time_total_s, tunep_now_wall(), error, &e))
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
     }
 }
 
@@ -1084,7 +1084,7 @@ static void *flusher_main(void *arg)
             tune_error e;
             uint64_t upto = s->write_seq;
             if (tunep_store_commit(s->store, &e))
-                set_fatal(s, &e);
+                tunep_study_set_fatal(s, &e);
             else
                 s->durable_seq = upto;
         }
@@ -1231,7 +1231,7 @@ static int take_gpus(struct tune_study *s, struct tune_trial *t)
             got = dev >= 0;
         }
         if (st) {
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
             return -1;
         }
         if (got && !drop_broken(s, got, t->gpu)) {
@@ -1289,18 +1289,18 @@ static void *worker_main(void *arg)
     if (!r) {
         tune_error e;
         tunep_error_set(&e, TUNE_ENOMEM, "out of memory allocating a random stream");
-        set_fatal(s, &e);
+        tunep_study_set_fatal(s, &e);
     }
     while (r) {
         if (!t && !(t = tunep_calloc(1, sizeof *t))) {
             tune_error e;
             tunep_error_set(&e, TUNE_ENOMEM, "out of memory starting a trial");
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
             break;
         }
         if (take_gpus(s, t))
             break;
-        struct tunep_trial_rec *rec = next_trial(s, r);
+        struct tunep_trial_rec *rec = tunep_study_next_trial(s, r, NULL);
         if (!rec) {
             release_gpus(s, t->n_gpus, t->gpu);
             break;
@@ -1334,7 +1334,7 @@ static void *worker_main(void *arg)
         }
         pthread_mutex_lock(&s->lock);
         unlink_handle(&s->live, t);
-        finish_trial(s, t, ret);
+        tunep_study_finish_trial(s, t, ret);
         release_gpus(s, t->n_gpus, t->gpu);
         t->next = s->closed; /* kept, so that a stale pointer finds it CLOSED */
         s->closed = t;
@@ -1417,7 +1417,7 @@ static void abandon_overdue(struct tune_study *s)
                   "trial %lld: the objective runs %g s past trial_timeout_s and does not return; "
                   "its thread is left behind until the process exits",
                   (long long)t->rec->id, ABANDON_GRACE_S);
-        finish_trial(s, &dead, TUNE_EFAILED);
+        tunep_study_finish_trial(s, &dead, TUNE_EFAILED);
         /* The run goes on without the hung objective: its GPUs go to the next trials (the
          * handle, which its thread may still read, keeps saying which they were). */
         release_gpus(s, t->n_gpus, t->gpu);
@@ -1463,6 +1463,19 @@ tune_status tunep_study_prepare_trainer(struct tune_study *s, int concurrency, i
     return TUNE_OK;
 }
 
+tune_status tunep_study_open_run(struct tune_study *s, tune_error *err)
+{
+    tune_status st =
+        tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
+    if (!st)
+        st = tunep_study_searcher_new(s, err);
+    if (!st)
+        st = open_storage(s, err);
+    s->t_start = tunep_now_monotonic();
+    s->wall_start = tunep_now_wall();
+    return st;
+}
+
 static tune_status run_sweep(tune_study *s, tune_error *err);
 
 tune_status tune_study_run(tune_study *s, tune_error *err)
@@ -1481,6 +1494,9 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
         return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
     if (s->readonly)
         return tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    if (s->ask)
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "this study is driven by tune_study_ask() and tune_study_tell()");
     if (s->has_run)
         return tunep_error_set(err, TUNE_EINVAL, "this study has already run");
     if (!s->fn)
@@ -1508,18 +1524,9 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
     if (s->gpu_share > 0 && s->mpi_size <= 1 &&
         (st = start_placement(s, s->gpu_share, &slots, err)))
         return st;
-    st = tunep_scheduler_new(&s->cfg.scheduler, s->cfg.space, s->cfg.seed, &s->sched, err);
-    if (st)
-        return st;
-    st = tunep_study_searcher_new(s, err);
-    if (st)
-        return st;
-    st = open_storage(s, err);
-    if (st)
+    if ((st = tunep_study_open_run(s, err)))
         return st;
     s->have_work_cond = pthread_cond_init(&s->work_cond, NULL) == 0;
-    s->t_start = tunep_now_monotonic();
-    s->wall_start = tunep_now_wall();
 
     pthread_t flusher;
     int have_flusher = 0;
@@ -1554,7 +1561,7 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
         } else {
             tune_error e;
             tunep_error_set(&e, TUNE_ENOMEM, "out of memory");
-            set_fatal(s, &e);
+            tunep_study_set_fatal(s, &e);
         }
     }
     /* This thread waits for the workers and, in thread mode, watches for hung objectives. */

@@ -215,6 +215,9 @@ struct tune_study {
     int gpu_whole;                   /* whole GPUs a trial takes when gpu_share is 0 */
     size_t gpu_mem_need;             /* device memory a shared-GPU trial reserves; 0: the
                                       * pool's default */
+
+    /* A study driven by tune_study_ask() and tune_study_tell() (ask_tell.c); NULL otherwise. */
+    struct tunep_ask *ask;
 };
 
 /* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */
@@ -282,6 +285,27 @@ tune_status tunep_value_get_string(const struct tunep_value *v, const char *name
                                    tune_error *err);
 tune_status tunep_value_get_bool(const struct tunep_value *v, const char *name, int *ret,
                                  tune_error *err);
+
+/*
+ * The worker path, shared by study.c's workers and ask_tell.c, so that both
+ * drive the store, the searcher and the scheduler alike.
+ * tunep_study_open_run(): what a run sets up before its first trial (the
+ * scheduler, the searcher, the store with its folder lock, the clocks).
+ * tunep_study_next_trial(): the next trial to run, RUNNING on return, or
+ * NULL; with ret_wait non-NULL it never waits: where a worker would wait for
+ * a running trial to report or end it sets *ret_wait to 1 and returns NULL.
+ * tunep_study_finish_trial(): ends t's attempt, its objective having
+ * returned ret (the status follows t->end, t->fail_now and ret).
+ * tunep_study_set_fatal(): records a store failure that stops the study.
+ * All but the first with the lock held.
+ */
+tune_status tunep_study_open_run(struct tune_study *s, tune_error *err);
+struct tunep_trial_rec *tunep_study_next_trial(struct tune_study *s, gsl_rng *r, int *ret_wait);
+void tunep_study_finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret);
+void tunep_study_set_fatal(struct tune_study *s, const tune_error *e);
+/* Finishes a study driven by ask and tell as tune_study_finish() does, errors
+ * ignored, and frees what ask_tell.c keeps; nothing for other studies. */
+void tunep_ask_done(struct tune_study *s);
 
 /* Writes results.csv and progress.csv into the experiment folder (nothing for ":memory:"). */
 tune_status tunep_study_export_all(struct tune_study *s, tune_error *err);

@@ -676,7 +676,8 @@ tune_status tune_trial_report(tune_trial *t, size_t n, const char *const *names,
             return tunep_error_set(err, TUNE_ESTOP,
                                    "the trial timed out and was abandoned: return now");
         return tunep_error_set(err, TUNE_EINVAL,
-                               "this trial's objective has returned: the report is refused");
+                               "this trial has ended (its objective returned, or it was told): the "
+                               "report is refused");
     }
     tune_status st = check_duplicate_metrics(n, names, err);
     if (st)
