@@ -390,6 +390,123 @@ static long default_concurrency(void)
     return n > 0 ? n : 1;
 }
 
+/* One metric name: a string that no engine column takes, not given twice. */
+static tune_status read_metric(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               json_t *v, struct tunep_config *c)
+{
+    char *name = NULL;
+    tune_status st = tunep_config_read_string(ctx, path, v, TUNEP_MAX_METRIC_NAME, &name);
+    if (st)
+        return st;
+    if (metric_reserved(name))
+        st = tunep_cfg_error(ctx, path, 0,
+                             "'%s' is a column the engine fills in: no trial can report it", name);
+    for (size_t i = 0; !st && i < c->n_objectives; i++)
+        if (strcmp(c->objectives[i], name) == 0)
+            st = tunep_cfg_error(ctx, path, 0, "'%s' is already an objective", name);
+    if (st) {
+        tunep_free(name);
+        return st;
+    }
+    c->objectives[c->n_objectives++] = name;
+    return TUNE_OK;
+}
+
+/* "metric": a name, or a list of 1 to TUNEP_MAX_OBJECTIVES names (several objectives). */
+static tune_status parse_metrics(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                 json_t *v, struct tunep_config *c)
+{
+    tune_status st;
+    if (!json_is_array(v)) {
+        if (!json_is_string(v))
+            return tunep_cfg_error(ctx, path, 0, "expected a metric name or a list of names");
+        st = read_metric(ctx, path, v, c);
+    } else {
+        size_t n = json_array_size(v);
+        if (n == 0 || n > TUNEP_MAX_OBJECTIVES)
+            return tunep_cfg_error(ctx, path, 0, "expected a list of 1 to %d metric names, got %zu",
+                                   TUNEP_MAX_OBJECTIVES, n);
+        st = TUNE_OK;
+        for (size_t i = 0; !st && i < n; i++) {
+            tunep_cfgpath_push_index(path, (long)i);
+            st = read_metric(ctx, path, json_array_get(v, i) /* borrowed */, c);
+            tunep_cfgpath_pop(path);
+        }
+    }
+    if (st)
+        return st;
+    if (!(c->metric = tunep_strdup(c->objectives[0])))
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    return TUNE_OK;
+}
+
+static tune_status read_mode(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path, json_t *v,
+                             int *ret_max)
+{
+    const char *m = json_is_string(v) ? json_string_value(v) : "";
+    if (strcmp(m, "max") != 0 && strcmp(m, "min") != 0)
+        return tunep_cfg_error(ctx, path, 0, "expected \"max\" or \"min\"");
+    *ret_max = strcmp(m, "max") == 0;
+    return TUNE_OK;
+}
+
+/* "mode": "max" or "min", or a list of them, one per metric; *ret_n is how many. */
+static tune_status parse_modes(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               json_t *v, struct tunep_config *c, size_t *ret_n)
+{
+    if (!json_is_array(v)) {
+        *ret_n = 1;
+        return read_mode(ctx, path, v, &c->objectives_max[0]);
+    }
+    size_t n = json_array_size(v);
+    if (n == 0 || n > TUNEP_MAX_OBJECTIVES)
+        return tunep_cfg_error(ctx, path, 0,
+                               "expected a list of 1 to %d modes (\"max\" or \"min\"), got %zu",
+                               TUNEP_MAX_OBJECTIVES, n);
+    for (size_t i = 0; i < n; i++) {
+        tunep_cfgpath_push_index(path, (long)i);
+        tune_status st =
+            read_mode(ctx, path, json_array_get(v, i) /* borrowed */, &c->objectives_max[i]);
+        tunep_cfgpath_pop(path);
+        if (st)
+            return st;
+    }
+    *ret_n = n;
+    return TUNE_OK;
+}
+
+/* One mode per metric: a single mode for a single metric, a list as long as the metrics. */
+static tune_status check_modes(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                               json_t *root, struct tunep_config *c, size_t n_modes)
+{
+    json_t *mode = json_object_get(root, "mode"); /* borrowed */
+    size_t n_metrics = c->n_objectives ? c->n_objectives : 1;
+    tune_status st = TUNE_OK;
+    if (n_modes == 0 && n_metrics > 1) {
+        tunep_cfgpath_push_key(path, "metric");
+        st = tunep_cfg_error(ctx, path, 0,
+                             "%zu metrics need \"mode\": a list of %zu modes (\"max\" or \"min\")",
+                             n_metrics, n_metrics);
+    } else if (n_modes > 0 && n_modes != n_metrics) {
+        tunep_cfgpath_push_key(path, "mode");
+        if (json_is_array(mode))
+            st = tunep_cfg_error(ctx, path, 0, "expected %zu mode%s, one per metric, got %zu",
+                                 n_metrics, n_metrics == 1 ? "" : "s", n_modes);
+        else
+            st = tunep_cfg_error(
+                ctx, path, 0, "expected a list of %zu modes (\"max\" or \"min\"), one per metric",
+                n_metrics);
+    }
+    if (st) {
+        tunep_cfgpath_pop(path);
+        return st;
+    }
+    if (n_modes == 0)
+        c->objectives_max[0] = 1; /* the default mode, "max" */
+    c->mode_max = c->objectives_max[0];
+    return TUNE_OK;
+}
+
 static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_space *given_space,
                              const struct tunep_trainer_type *const *trainers,
                              struct tunep_config *c)
@@ -424,6 +541,7 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
 
     const char *key;
     json_t *v;
+    size_t n_modes = 0; /* 0: "mode" not given */
     json_object_foreach(root, key, v) {
         tunep_cfgpath_push_key(&path, key);
         if (strcmp(key, "name") == 0) {
@@ -432,18 +550,9 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
                 st = tunep_cfg_error(
                     ctx, &path, 0, "expected letters, digits, '_', '-' or '.' (it names a folder)");
         } else if (strcmp(key, "metric") == 0) {
-            st = tunep_config_read_string(ctx, &path, v, TUNEP_MAX_METRIC_NAME, &c->metric);
-            if (!st && metric_reserved(c->metric))
-                st = tunep_cfg_error(ctx, &path, 0,
-                                     "'%s' is a column the engine fills in: no trial can report it",
-                                     c->metric);
+            st = parse_metrics(ctx, &path, v, c);
         } else if (strcmp(key, "mode") == 0) {
-            if (json_is_string(v) && strcmp(json_string_value(v), "max") == 0)
-                c->mode_max = 1;
-            else if (json_is_string(v) && strcmp(json_string_value(v), "min") == 0)
-                c->mode_max = 0;
-            else
-                st = tunep_cfg_error(ctx, &path, 0, "expected \"max\" or \"min\"");
+            st = parse_modes(ctx, &path, v, c, &n_modes);
         } else if (strcmp(key, "num_samples") == 0) {
             st = tunep_config_read_int(ctx, &path, v, 1, TUNEP_MAX_SAMPLES, &c->num_samples);
         } else if (strcmp(key, "seed") == 0) {
@@ -503,6 +612,8 @@ static tune_status parse_top(const struct tunep_cfgctx *ctx, json_t *root, tune_
     }
 
     /* Cross-key rules. */
+    if ((st = check_modes(ctx, &path, root, c, n_modes)))
+        return st;
     uint64_t grid = tunep_space_grid_size(c->space, c->search == TUNEP_SEARCH_GRID, ctx->err);
     if (grid == 0) {
         tunep_cfgpath_push_key(&path, "param_space");
@@ -554,6 +665,8 @@ void tunep_config_done(struct tunep_config *c)
         return;
     tunep_free(c->name);
     tunep_free(c->metric);
+    for (size_t i = 0; i < c->n_objectives; i++)
+        tunep_free(c->objectives[i]);
     tune_space_free(c->space);
     tunep_scheduler_config_done(&c->scheduler);
     for (size_t i = 0; i < c->stop.n_thresholds; i++)
@@ -609,7 +722,8 @@ tune_status tunep_config_from_root(const struct tunep_cfgctx *ctx, json_t *root,
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto fail;
     }
-    if (!c.metric && !(c.metric = tunep_strdup("val_accuracy"))) {
+    if (!c.metric && (!(c.metric = tunep_strdup("val_accuracy")) ||
+                      !(c.objectives[c.n_objectives++] = tunep_strdup("val_accuracy")))) {
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto fail;
     }

@@ -19,6 +19,9 @@
 #define TUNEP_MAX_CONCURRENT   4096
 #define TUNEP_MAX_CONFIG_BYTES (16u << 20)
 
+/* Objectives a study may have: "metric" as a list (hypervolume's cost grows as n^(m-1)). */
+#define TUNEP_MAX_OBJECTIVES 16
+
 enum tunep_search_algo {
     TUNEP_SEARCH_RANDOM = 0, /* Ray's BasicVariantGenerator: grid axes expanded, the rest drawn */
     TUNEP_SEARCH_GRID = 1,   /* the same, with every choice expanded as a grid axis too */
@@ -27,6 +30,7 @@ enum tunep_search_algo {
     TUNEP_SEARCH_SOBOL = 4,  /* search/qmc.c */
     TUNEP_SEARCH_LHS = 5,    /* search/qmc.c */
     TUNEP_SEARCH_BOHB = 6,   /* TPE per budget with the hyperband scheduler (search/bohb.c) */
+    TUNEP_SEARCH_NSGA2 = 7,  /* search/nsga2.c: one or several objectives */
 };
 
 struct tunep_threshold {
@@ -50,8 +54,12 @@ struct tunep_stop_config {
 
 struct tunep_config {
     char *name;
-    char *metric;
+    char *metric; /* the main objective: the first of a list */
     int mode_max; /* 1 for "max", 0 for "min" */
+    /* Every objective in order, the main one first (a single metric: n_objectives 1). */
+    size_t n_objectives;
+    char *objectives[TUNEP_MAX_OBJECTIVES]; /* owned */
+    int objectives_max[TUNEP_MAX_OBJECTIVES];
     int64_t num_samples;
     uint64_t seed;
     int seed_given;
@@ -62,7 +70,8 @@ struct tunep_config {
     enum tunep_search_algo search;
     struct tunep_tpe_config tpe; /* tpe and bohb */
     struct tunep_gp_config gp;
-    struct tunep_qmc_config qmc;  /* sobol and lhs */
+    struct tunep_qmc_config qmc; /* sobol and lhs */
+    struct tunep_nsga2_config nsga2;
     int64_t checkpoint_frequency; /* ask for a checkpoint every n iterations; 0: never */
     struct tunep_scheduler_config scheduler;
     /* The "trainer" section: its row, found by "type" among the types the

@@ -20,7 +20,7 @@ struct algo {
 static const struct algo algos[] = {
     {"random", TUNEP_SEARCH_RANDOM}, {"grid", TUNEP_SEARCH_GRID},   {"tpe", TUNEP_SEARCH_TPE},
     {"gp", TUNEP_SEARCH_GP},         {"sobol", TUNEP_SEARCH_SOBOL}, {"lhs", TUNEP_SEARCH_LHS},
-    {"bohb", TUNEP_SEARCH_BOHB},
+    {"bohb", TUNEP_SEARCH_BOHB},     {"nsga2", TUNEP_SEARCH_NSGA2},
 };
 
 /* Which algorithms take each option (bit i = algos[i]). */
@@ -42,6 +42,10 @@ static const struct option options[] = {
     {"xi", A(TUNEP_SEARCH_GP)},
     {"scramble", A(TUNEP_SEARCH_SOBOL)},
     {"lhs_samples", A(TUNEP_SEARCH_LHS)},
+    {"population_size", A(TUNEP_SEARCH_NSGA2)},
+    {"mutation_prob", A(TUNEP_SEARCH_NSGA2)},
+    {"crossover_prob", A(TUNEP_SEARCH_NSGA2)},
+    {"swapping_prob", A(TUNEP_SEARCH_NSGA2)},
 };
 #undef A
 
@@ -81,6 +85,16 @@ static void option_value(const struct tunep_config *c, const char *key, struct t
         tunep_buf_puts(out, c->qmc.scramble ? "true" : "false");
     else if (strcmp(key, "lhs_samples") == 0)
         tunep_buf_printf(out, "%lld", (long long)c->qmc.lhs_samples);
+    else if (strcmp(key, "population_size") == 0)
+        tunep_buf_printf(out, "%d", c->nsga2.population_size);
+    else if (strcmp(key, "mutation_prob") == 0 && c->nsga2.mutation_prob < 0)
+        tunep_buf_puts(out, "1/parameters");
+    else if (strcmp(key, "mutation_prob") == 0)
+        tunep_format_double(num, sizeof num, c->nsga2.mutation_prob);
+    else if (strcmp(key, "crossover_prob") == 0)
+        tunep_format_double(num, sizeof num, c->nsga2.crossover_prob);
+    else if (strcmp(key, "swapping_prob") == 0)
+        tunep_format_double(num, sizeof num, c->nsga2.swapping_prob);
     tunep_buf_puts(out, num);
 }
 
@@ -114,6 +128,7 @@ void tunep_config_search_defaults(struct tunep_config *c)
     c->gp = (struct tunep_gp_config){
         .n_startup_trials = 10, .n_candidates = 2000, .refit_every = 1, .xi = 0.0};
     c->qmc = (struct tunep_qmc_config){.scramble = 1, .lhs_samples = 0};
+    tunep_nsga2_config_default(&c->nsga2);
 }
 
 static tune_status key_error(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
@@ -202,6 +217,19 @@ static tune_status parse_option(const struct tunep_cfgctx *ctx, struct tunep_cfg
         st = get_bool(ctx, path, key, v, &c->qmc.scramble);
     } else if (strcmp(key, "lhs_samples") == 0) {
         st = get_int(ctx, path, key, v, 0, TUNEP_MAX_TRIALS, &c->qmc.lhs_samples);
+    } else if (strcmp(key, "population_size") == 0) {
+        if (!(st = get_int(ctx, path, key, v, 2, 100000, &n)))
+            c->nsga2.population_size = (int)n;
+    } else if (strcmp(key, "mutation_prob") == 0) {
+        /* null: Optuna's None, 1 / the number of parameters */
+        if (json_is_null(v))
+            c->nsga2.mutation_prob = -1;
+        else
+            st = get_number(ctx, path, key, v, 0, 1, 0, &c->nsga2.mutation_prob);
+    } else if (strcmp(key, "crossover_prob") == 0) {
+        st = get_number(ctx, path, key, v, 0, 1, 0, &c->nsga2.crossover_prob);
+    } else if (strcmp(key, "swapping_prob") == 0) {
+        st = get_number(ctx, path, key, v, 0, 1, 0, &c->nsga2.swapping_prob);
     }
     return st;
 }
@@ -222,14 +250,14 @@ tune_status tunep_config_parse_search(const struct tunep_cfgctx *ctx, struct tun
             char msg[300];
             snprintf(msg, sizeof msg,
                      "unknown search algorithm '%.100s' (expected \"random\", \"grid\", \"tpe\", "
-                     "\"gp\", \"sobol\", \"lhs\" or \"bohb\")",
+                     "\"gp\", \"sobol\", \"lhs\", \"bohb\" or \"nsga2\")",
                      json_string_value(a));
             return key_error(ctx, path, "algorithm", 0, msg);
         }
         if (i == n)
             return key_error(ctx, path, "algorithm", 0,
-                             "expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\" "
-                             "or \"bohb\"");
+                             "expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\", "
+                             "\"bohb\" or \"nsga2\"");
         c->search = algos[i].algo;
     }
     const char *known[sizeof options / sizeof *options];
@@ -285,6 +313,21 @@ tune_status tunep_config_check_search(const struct tunep_cfgctx *ctx, struct tun
         }
     }
     const struct tunep_scheduler_type *sched = c->scheduler.type;
+    if (c->n_objectives > 1 && c->search != TUNEP_SEARCH_RANDOM && c->search != TUNEP_SEARCH_GRID &&
+        c->search != TUNEP_SEARCH_NSGA2) {
+        snprintf(msg, sizeof msg,
+                 "search algorithm \"%s\" optimises one metric, and \"metric\" lists %zu: use "
+                 "\"nsga2\", \"random\" or \"grid\"",
+                 tunep_search_algo_name(c->search), c->n_objectives);
+        return error_at(ctx, "search", "algorithm", msg);
+    }
+    if (c->n_objectives > 1 && !(sched->flags & TUNEP_SCHEDULER_MULTI_OBJECTIVE)) {
+        snprintf(msg, sizeof msg,
+                 "the %s scheduler compares trials by one metric, and \"metric\" lists %zu: use "
+                 "the fifo scheduler, or one metric",
+                 sched->title, c->n_objectives);
+        return error_at(ctx, "scheduler", "type", msg);
+    }
     if (c->search == TUNEP_SEARCH_BOHB && !(sched->flags & TUNEP_SCHEDULER_SYNC_BRACKETS)) {
         /* Name the scheduler that runs the brackets BOHB needs. */
         const struct tunep_scheduler_type *with = NULL;

@@ -254,8 +254,7 @@ static tune_status feed_searcher(struct tune_study *s, const struct tunep_trial_
         double score = s->main_metric >= 0 && (size_t)s->main_metric < rec->n_last
                            ? s->sign * rec->last[s->main_metric]
                            : -HUGE_VAL;
-        return ops->on_complete(s->searcher, rec->id, 1, rec->last_t,
-                                isfinite(score) ? score : -HUGE_VAL);
+        return tunep_study_searcher_complete(s, rec, isfinite(score) ? score : -HUGE_VAL);
     }
     if (rec->status == TUNE_TRIAL_ERROR)
         return ops->on_complete(s->searcher, rec->id, 0, 0, -HUGE_VAL);

@@ -805,7 +805,7 @@ static void end_paused(struct tune_study *s, struct tunep_trial_rec *rec)
         score = -HUGE_VAL;
     tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
     if (s->searcher)
-        (void)s->searcher->ops->on_complete(s->searcher, rec->id, 1, rec->last_t, score);
+        (void)tunep_study_searcher_complete(s, rec, score);
     if (s->store && !s->fatal) {
         tune_error e;
         if (tunep_store_trial_end(s->store, rec->id, rec->attempt, TUNE_TRIAL_STOPPED,
@@ -1045,7 +1045,7 @@ void tunep_study_finish_trial(struct tune_study *s, struct tune_trial *t, tune_s
             score = -HUGE_VAL;
         tunep_scheduler_on_trial_complete(s->sched, rec->id, rec->has_last_t, rec->last_t, score);
         if (s->searcher)
-            (void)s->searcher->ops->on_complete(s->searcher, rec->id, 1, rec->last_t, score);
+            (void)tunep_study_searcher_complete(s, rec, score);
     } else if (status == TUNE_TRIAL_ERROR) {
         /* As Ray's on_trial_error: forget the trial without recording a result. */
         tunep_scheduler_on_trial_complete(s->sched, rec->id, 0, 0, -HUGE_VAL);

@@ -262,6 +262,13 @@ tune_status tunep_study_resume_store(struct tune_study *s,
                                      const struct tunep_store_experiment_row *row, tune_error *err);
 /* Creates s->searcher for the config's search algorithm (NULL for random and grid; searchers.c). */
 tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err);
+/*
+ * Tells the searcher that rec ended TERMINATED or STOPPED: on_complete()
+ * with score (the main metric's), or, for a searcher of several objectives,
+ * on_complete_values() with every objective's last value. Lock held.
+ */
+tune_status tunep_study_searcher_complete(struct tune_study *s, const struct tunep_trial_rec *rec,
+                                          double score);
 
 /* Checkpoints (checkpoint.c), lock held: a copy of the donor's checkpoint for
  * a PBT restart, and forgetting a trial's. */

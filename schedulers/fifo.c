@@ -14,5 +14,6 @@ static void fifo_summary(const void *cfg, struct tunep_buf *out)
 const struct tunep_scheduler_type tunep_fifo_type = {
     .name = "fifo",
     .title = "FIFO",
+    .flags = TUNEP_SCHEDULER_MULTI_OBJECTIVE,
     .summary = fifo_summary,
 };

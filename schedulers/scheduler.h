@@ -72,6 +72,8 @@ enum tunep_scheduler_flag {
     /* It runs trials in synchronous successive-halving brackets (HyperBand): the budgets
      * that BOHB's searcher fits its models on. */
     TUNEP_SCHEDULER_SYNC_BRACKETS = 1u << 1,
+    /* It never compares trials by their metric (FIFO), so a study may have several. */
+    TUNEP_SCHEDULER_MULTI_OBJECTIVE = 1u << 2,
 };
 
 /*

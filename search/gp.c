@@ -900,7 +900,7 @@ static tune_status gp_suggest(struct tunep_searcher *base, int64_t id, gsl_rng *
 }
 
 static const struct tunep_searcher_ops gp_ops = {
-    "gp", gp_suggest, gp_on_start, gp_on_result, gp_on_complete, gp_free,
+    "gp", gp_suggest, gp_on_start, gp_on_result, gp_on_complete, gp_free, NULL,
 };
 
 void tunep_gp_config_default(struct tunep_gp_config *c)

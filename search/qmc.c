@@ -202,11 +202,11 @@ static tune_status lhs_suggest(struct tunep_searcher *base, int64_t id, gsl_rng 
 }
 
 static const struct tunep_searcher_ops sobol_ops = {
-    "sobol", sobol_suggest, ignore_start, ignore_result, ignore_complete, qmc_free,
+    "sobol", sobol_suggest, ignore_start, ignore_result, ignore_complete, qmc_free, NULL,
 };
 
 static const struct tunep_searcher_ops lhs_ops = {
-    "lhs", lhs_suggest, ignore_start, ignore_result, ignore_complete, qmc_free,
+    "lhs", lhs_suggest, ignore_start, ignore_result, ignore_complete, qmc_free, NULL,
 };
 
 void tunep_qmc_config_default(struct tunep_qmc_config *c)

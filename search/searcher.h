@@ -36,7 +36,7 @@
 struct tunep_searcher;
 
 struct tunep_searcher_ops {
-    const char *name; /* "tpe", "gp", "sobol", "lhs", "bohb" */
+    const char *name; /* "tpe", "gp", "sobol", "lhs", "bohb", "nsga2" */
     /* Fills out[space->n] for trial `id` (ids arrive in increasing order). */
     tune_status (*suggest)(struct tunep_searcher *s, int64_t id, gsl_rng *r,
                            struct tunep_value *out, tune_error *err);
@@ -55,6 +55,14 @@ struct tunep_searcher_ops {
     tune_status (*on_complete)(struct tunep_searcher *s, int64_t id, int has_score, double t,
                                double score);
     void (*free)(struct tunep_searcher *s);
+    /*
+     * Several objectives (NULL: the searcher takes one, and a study with
+     * several refuses it at validation): as on_complete, with scores[m] in
+     * the config's "metric" order, each normalised as above. When set, the
+     * controller calls it instead of on_complete.
+     */
+    tune_status (*on_complete_values)(struct tunep_searcher *s, int64_t id, int has_scores,
+                                      const double *scores, size_t m);
 };
 
 /* Every searcher starts with this header (implementations embed it first). */
@@ -76,16 +84,24 @@ struct tunep_tpe_config {
 
 /* Gaussian-process BO (search/gp.c): Matern 5/2, ML length scales, expected improvement. */
 struct tunep_gp_config {
-    int n_startup_trials;   /* 10: Sobol points before the model */
-    int n_candidates;       /* 2000: random + local candidates scored by EI per suggestion */
-    int refit_every;        /* 1: refit hyperparameters every n observations */
-    double xi;              /* 0.0: EI exploration margin */
+    int n_startup_trials; /* 10: Sobol points before the model */
+    int n_candidates;     /* 2000: random + local candidates scored by EI per suggestion */
+    int refit_every;      /* 1: refit hyperparameters every n observations */
+    double xi;            /* 0.0: EI exploration margin */
 };
 
 /* Quasi-random designs (search/qmc.c). */
 struct tunep_qmc_config {
-    int scramble;           /* Sobol: 1: random digital shift from the seed; 0: GSL's raw sequence */
-    int64_t lhs_samples;    /* LHS: strata per dimension; 0: num_samples */
+    int scramble;        /* Sobol: 1: random digital shift from the seed; 0: GSL's raw sequence */
+    int64_t lhs_samples; /* LHS: strata per dimension; 0: num_samples */
+};
+
+/* NSGA-II (search/nsga2.c), with Optuna's NSGAIISampler defaults. */
+struct tunep_nsga2_config {
+    int population_size;   /* 50 */
+    double mutation_prob;  /* -1: 1 / the number of non-constant parameters */
+    double crossover_prob; /* 0.9: uniform crossover, else a copy of one parent */
+    double swapping_prob;  /* 0.5: each parameter from the second parent */
 };
 
 /*
@@ -93,22 +109,31 @@ struct tunep_qmc_config {
  * the space has something the searcher cannot handle (a grid_search axis,
  * say), with a message naming the parameter. seed is the study seed.
  */
-tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config *c,
-                          uint64_t seed, struct tunep_searcher **ret, tune_error *err);
+tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config *c, uint64_t seed,
+                          struct tunep_searcher **ret, tune_error *err);
 /* BOHB's model (search/bohb.c): TPE fitted on the largest budget with enough results. */
-tune_status tunep_bohb_new(const tune_space *space, const struct tunep_tpe_config *c,
-                           uint64_t seed, struct tunep_searcher **ret, tune_error *err);
+tune_status tunep_bohb_new(const tune_space *space, const struct tunep_tpe_config *c, uint64_t seed,
+                           struct tunep_searcher **ret, tune_error *err);
+/* n_objectives: 1, or how many scores on_complete_values() gets. */
+tune_status tunep_nsga2_new(const tune_space *space, const struct tunep_nsga2_config *c,
+                            size_t n_objectives, struct tunep_searcher **ret, tune_error *err);
+/*
+ * NSGA-II's crowded comparison, which its binary tournament applies to two
+ * random members: of a and b, the one of lower rank, then of larger crowding
+ * distance; a on a tie.
+ */
+size_t tunep_nsga2_crowded_better(const int *rank, const double *crowd, size_t a, size_t b);
 tune_status tunep_gp_new(const tune_space *space, const struct tunep_gp_config *c, uint64_t seed,
                          struct tunep_searcher **ret, tune_error *err);
 tune_status tunep_sobol_new(const tune_space *space, const struct tunep_qmc_config *c,
                             uint64_t seed, struct tunep_searcher **ret, tune_error *err);
-tune_status tunep_lhs_new(const tune_space *space, const struct tunep_qmc_config *c,
-                          uint64_t seed, int64_t n_trials, struct tunep_searcher **ret,
-                          tune_error *err);
+tune_status tunep_lhs_new(const tune_space *space, const struct tunep_qmc_config *c, uint64_t seed,
+                          int64_t n_trials, struct tunep_searcher **ret, tune_error *err);
 
 void tunep_tpe_config_default(struct tunep_tpe_config *c);
 void tunep_gp_config_default(struct tunep_gp_config *c);
 void tunep_qmc_config_default(struct tunep_qmc_config *c);
+void tunep_nsga2_config_default(struct tunep_nsga2_config *c);
 
 static inline void tunep_searcher_free(struct tunep_searcher *s)
 {

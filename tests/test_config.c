@@ -24,10 +24,10 @@ static const struct bad_case bad[] = {
      "name: expected letters, digits, '_', '-' or '.' (it names a folder)"},
     {"{\"search\": {\"algorithm\": \"tpe2\"}}", 1, 26,
      "search.algorithm: unknown search algorithm 'tpe2' (expected \"random\", \"grid\", \"tpe\", "
-     "\"gp\", \"sobol\", \"lhs\" or \"bohb\")"},
+     "\"gp\", \"sobol\", \"lhs\", \"bohb\" or \"nsga2\")"},
     {"{\"search\": {\"algorithm\": 3}}", 1, 26,
-     "search.algorithm: expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\" or "
-     "\"bohb\""},
+     "search.algorithm: expected \"random\", \"grid\", \"tpe\", \"gp\", \"sobol\", \"lhs\", "
+     "\"bohb\" or \"nsga2\""},
     {"{\"search\": {\"algoritm\": \"grid\"}}", 1, 13,
      "search.algoritm: unknown key (did you mean 'algorithm'?)"},
     {"{\"search\": {\"algorithm\": \"tpe\", \"xi\": 0.1}}", 1, 33,
@@ -56,6 +56,34 @@ static const struct bad_case bad[] = {
      "stop.training_iteration: expected an integer in [1, 9223372036854775807], got 0"},
     {"{\"stop\": {\"val_accuracy\": \"high\"}}", 1, 27, "stop.val_accuracy: expected a number"},
     {"{\"max_failures\": -2}", 1, 18, "max_failures: expected an integer in [-1, 1000000], got -2"},
+    {"{\"metric\": [\"a\", \"b\"], \"mode\": \"max\"}", 1, 32,
+     "mode: expected a list of 2 modes (\"max\" or \"min\"), one per metric"},
+    {"{\"metric\": [\"a\", \"b\"], \"mode\": [\"max\"]}", 1, 32,
+     "mode: expected 2 modes, one per metric, got 1"},
+    {"{\"metric\": [\"a\", \"b\"]}", 1, 12,
+     "metric: 2 metrics need \"mode\": a list of 2 modes (\"max\" or \"min\")"},
+    {"{\"metric\": [\"a\", \"a\"], \"mode\": [\"max\", \"min\"]}", 1, 18,
+     "metric[1]: 'a' is already an objective"},
+    {"{\"metric\": [\"a\", \"b\"], \"mode\": [\"max\", \"down\"]}", 1, 40,
+     "mode[1]: expected \"max\" or \"min\""},
+    {"{\"metric\": []}", 1, 12, "metric: expected a list of 1 to 16 metric names, got 0"},
+    {"{\"metric\": 3}", 1, 12, "metric: expected a metric name or a list of names"},
+    {"{\"metric\": [\"a\", \"training_iteration\"], \"mode\": [\"max\", \"min\"]}", 1, 18,
+     "metric[1]: 'training_iteration' is a column the engine fills in: no trial can report it"},
+    {"{\"metric\": [\"a\", \"b\"], \"mode\": [\"max\", \"min\"], \"search\": {\"algorithm\": "
+     "\"tpe\"}}",
+     1, 72,
+     "search.algorithm: search algorithm \"tpe\" optimises one metric, and \"metric\" lists 2: "
+     "use \"nsga2\", \"random\" or \"grid\""},
+    {"{\"metric\": [\"a\", \"b\"], \"mode\": [\"max\", \"min\"], \"scheduler\": {\"type\": "
+     "\"asha\"}}",
+     1, 70,
+     "scheduler.type: the ASHA scheduler compares trials by one metric, and \"metric\" lists 2: "
+     "use the fifo scheduler, or one metric"},
+    {"{\"search\": {\"algorithm\": \"nsga2\", \"population_size\": 1}}", 1, 54,
+     "search.population_size: expected an integer from 2 to 100000"},
+    {"{\"search\": {\"algorithm\": \"nsga2\", \"swapping_prob\": 1.5}}", 1, 52,
+     "search.swapping_prob: expected a number >= 0 and <= 1"},
     {"[1, 2]", 1, 1, "expected a JSON object at the top level"},
     {"{\"name\": \"a\",}", 1, 14, "string or '}' expected near '}'"},
     {"{\"name\": \"a\", \"name\": \"b\"}", 1, 20, "duplicate object key near '\"name\"'"},

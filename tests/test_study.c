@@ -213,6 +213,61 @@ static void run_capture(int concurrency, struct capture *cap)
     tune_study_free(s);
 }
 
+/* Reports a = b = x, and records x by trial id. */
+struct xs {
+    pthread_mutex_t lock;
+    double x[64];
+};
+
+static tune_status obj_two_objectives(tune_trial *t, void *ud)
+{
+    struct xs *xs = ud;
+    double x = tune_trial_get_double_or(t, "x", -1);
+    pthread_mutex_lock(&xs->lock);
+    xs->x[tune_trial_id(t)] = x;
+    pthread_mutex_unlock(&xs->lock);
+    const char *const names[2] = {"a", "b"};
+    const double v[2] = {x, x};
+    tune_status st = tune_trial_report(t, 2, names, v, NULL);
+    return st == TUNE_ESTOP ? TUNE_OK : st;
+}
+
+/*
+ * The controller hands NSGA-II every objective: with a population of 4, no
+ * crossover and no mutation, each trial after the first 4 (random) copies
+ * one of them. A searcher that got only the main metric would forget every
+ * trial (it expects two scores), never complete generation 0, and keep
+ * drawing new values.
+ */
+START_TEST(nsga2_gets_every_objective)
+{
+    tune_study *s = study_from(
+        "{\"metric\": [\"a\", \"b\"], \"mode\": [\"min\", \"max\"], \"num_samples\": 24,"
+        " \"seed\": 7, \"storage\": \":memory:\", \"max_concurrent_trials\": 1,"
+        " \"search\": {\"algorithm\": \"nsga2\", \"population_size\": 4, \"crossover_prob\": 0,"
+        " \"mutation_prob\": 0}, \"param_space\": {\"x\": {\"uniform\": [0, 1]}}}");
+    struct xs xs;
+    memset(&xs, 0, sizeof xs);
+    pthread_mutex_init(&xs.lock, NULL);
+    tune_study_set_objective(s, obj_two_objectives, &xs, NULL);
+    ck_assert_int_eq(tune_study_run(s, NULL), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], 24);
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < i; k++)
+            ck_assert(xs.x[i] != xs.x[k]);
+    for (int i = 4; i < 24; i++) {
+        int copy = 0;
+        for (int k = 0; k < 4; k++)
+            copy |= xs.x[i] == xs.x[k];
+        ck_assert_msg(copy, "trial %d: x %g is none of the first four", i, xs.x[i]);
+    }
+    pthread_mutex_destroy(&xs.lock);
+    tune_study_free(s);
+}
+END_TEST
+
 START_TEST(same_seed_same_configs_any_concurrency)
 {
     struct capture a = {0}, b = {0};
@@ -841,6 +896,7 @@ static Suite *study_suite(void)
     tcase_add_test(tc, resume_errored_retries_error_trials);
     tcase_add_test(tc, one_controller_per_folder);
     tcase_add_test(tc, gpu_placement_bounds_concurrency);
+    tcase_add_test(tc, nsga2_gets_every_objective);
     suite_add_tcase(s, tc);
     return s;
 }
