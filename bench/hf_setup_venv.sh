@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# Creates (once) the virtual environment that bench/hf_reference.py runs in:
-# PyTorch and Hugging Face transformers from PyPI, the versions users
-# install (Debian's python3-torch 1.13 is older, and Debian packages no
-# transformers 5). Debian's own /usr/bin/python3 cannot install into its
-# system site (PEP 668), so this makes a venv with the first interpreter that
-# has the venv module and a version PyTorch ships wheels for (3.10-3.13).
-# PyPI's torch wheel for Linux x86-64 also pulls the CUDA libraries (about
-# 3 GB); its CPU path (MKL + oneDNN) is what the reference uses.
+# Creates (once) the virtual environment of the peers users install, from
+# PyPI: PyPI's PyTorch and Hugging Face transformers (bench/hf_reference.py,
+# and the PyTorch side of bench/run_bert.sh) and Optuna 5 (bench/run_core.sh,
+# bench/run_search.sh). Debian's python3-torch 1.13 and python3-optuna 3.1
+# are older than what users run, and Debian packages no transformers 5.
+# Debian's own /usr/bin/python3 cannot install into its system site (PEP 668),
+# so this makes a venv with the first interpreter that has the venv module and
+# a version PyTorch ships wheels for (3.10-3.13). PyPI's torch wheel for Linux
+# x86-64 also pulls the CUDA libraries (about 3 GB); its CPU path (MKL +
+# oneDNN) is what the benchmarks use.
 #
 # Usage: bench/hf_setup_venv.sh        prints the venv's python on stdout
 # Env:   HF_VENV  where the venv goes (default ~/.cache/tune-bench/hf-venv;
 #                 outside the repository, so nothing to ignore)
-#        HF_SPEC  what pip installs (default "torch==2.15.0 transformers";
-#                 bench/RESULTS.md names the versions that ran)
+#        HF_SPEC  what pip installs (default "torch==2.15.0 transformers
+#                 optuna==5.0.0"; bench/RESULTS*.md name the versions that ran)
 #        PYTHON   the interpreter to build the venv from
-# A venv that already imports torch and transformers is reused as it is.
+# A venv that already imports torch, transformers and optuna is reused as it
+# is; one that lacks a package gets it installed.
 set -euo pipefail
 venv=${HF_VENV:-$HOME/.cache/tune-bench/hf-venv}
-spec=${HF_SPEC:-torch==2.15.0 transformers}
+spec=${HF_SPEC:-torch==2.15.0 transformers optuna==5.0.0}
 
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import torch, transformers" 2>/dev/null; then
+if [ -x "$venv/bin/python" ]; then
+    if ! "$venv/bin/python" -c "import torch, transformers, optuna" 2>/dev/null; then
+        echo "hf_setup_venv: completing $venv with $spec" >&2
+        # shellcheck disable=SC2086 # spec is a list of requirements
+        "$venv/bin/python" -m pip install --quiet $spec >&2
+    fi
     echo "$venv/bin/python"
     exit 0
 fi
@@ -50,6 +58,6 @@ mkdir -p "$(dirname "$venv")"
 "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
 # shellcheck disable=SC2086 # spec is a list of requirements
 "$venv/bin/python" -m pip install --quiet $spec >&2
-"$venv/bin/python" -c "import torch, transformers; print('hf_setup_venv: torch', torch.__version__,
-      'transformers', transformers.__version__)" >&2
+"$venv/bin/python" -c "import torch, transformers, optuna; print('hf_setup_venv: torch',
+      torch.__version__, 'transformers', transformers.__version__, 'optuna', optuna.__version__)" >&2
 echo "$venv/bin/python"
