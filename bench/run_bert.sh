@@ -36,7 +36,8 @@
 # least disturbed attempt. IDLE_WAIT=0 RETRIES=0 turns this off.
 #
 # Usage: bench/run_bert.sh [BUILD_DIR]     (default BUILD_DIR: build)
-# Other knobs: THREADS (2), PYTHON (/usr/bin/python3: Debian's, which has
+# Other knobs: THREADS (2), PYTHON (default: the venv of bench/hf_setup_venv.sh,
+# PyTorch from PyPI as users install it; /usr/bin/python3 for Debian's
 # python3-torch), NO_TORCH=1. Writes bench/out/bert-<UTC time>.jsonl and prints
 # the Markdown summary of bench/summarize_bert.py. Quote figures from a
 # -Dbuildtype=release build on an otherwise idle machine (see foreign_cpu).
@@ -50,7 +51,7 @@ if [ ! -d "$build" ]; then
 fi
 ninja -C "$build" bench/bench_bert_step >/dev/null
 peers=../shared/bench/peers
-py=${PYTHON:-/usr/bin/python3}
+py=${PYTHON:-$(bench/hf_setup_venv.sh)}
 reps=${REPS:-3}
 reps_small=${REPS_SMALL:-1}
 threads=${THREADS:-2}

@@ -13,7 +13,7 @@ build=${1:-build}
 [ -x "$build/tune/tune" ] || { echo "build first: meson setup $build && ninja -C $build"; exit 2; }
 ninja -C "$build" >/dev/null
 peers=../shared/bench/peers
-py=/usr/bin/python3
+py=${PYTHON:-$(bench/hf_setup_venv.sh)} # Optuna from PyPI (PYTHON= another)
 mkdir -p bench/out
 out=bench/out/core-$(date -u +%Y%m%dT%H%M%SZ).jsonl
 tmp=$(mktemp -d /tmp/tune-bench-XXXXXX)

@@ -16,8 +16,8 @@ build=${1:-build}
 [ -d "$build" ] || { echo "build first: meson setup $build && ninja -C $build"; exit 2; }
 ninja -C "$build" bench/search_bench >/dev/null
 sb=$build/bench/search_bench
-py=/usr/bin/python3
-$py -c "import optuna" 2>/dev/null || { echo "Optuna missing: apt-get install python3-optuna"; exit 2; }
+py=${PYTHON:-$(bench/hf_setup_venv.sh)} # Optuna from PyPI (PYTHON= another)
+$py -c "import optuna" 2>/dev/null || { echo "Optuna missing from $py (bench/hf_setup_venv.sh)"; exit 2; }
 mkdir -p bench/out
 out=bench/out/search-$(date -u +%Y%m%dT%H%M%SZ).jsonl
 seeds=${SEEDS:-20}

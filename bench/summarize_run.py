@@ -290,7 +290,7 @@ def main():
     p(f"- {info.get('tune_version', 'tune ?')}, commit {info.get('commit', '?')}, buildtype "
       f"{info.get('buildtype', '?')}, {info.get('cc', '?')}; SQLite {info.get('sqlite', '?')}, "
       f"OpenBLAS {info.get('openblas', '?')}")
-    p(f"- peers: Python {info.get('python', '?')} (Debian) with Optuna "
+    p(f"- peers: Python {info.get('python', '?')} (bench/hf_setup_venv.sh, or PYTHON) with Optuna "
       f"{info.get('optuna', '?')}, PyTorch {info.get('torch', '?')}, NumPy "
       f"{info.get('numpy', '?')}; Ray {info.get('ray', '?')} on Python "
       f"{info.get('ray_python', '?')} (venv)")
