@@ -34,6 +34,10 @@
  * re-executes itself with (e.g. "OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=
  * SkylakeX" where OpenBLAS does not know the CPU), for bench/run_bert.sh.
  *
+ * --eval times the evaluation forward instead (eval mode, no dropout, logits
+ * and their argmax on the host; batch 256 unless --batch), as the peer's
+ * torch.inference_mode() forward (torch_bert_step.py's eval part).
+ *
  * --cpu-clock times everything with the process's CPU time instead of the
  * wall clock: with --threads 1 on a machine that other jobs share, this
  * compares kernel variants without counting the time the process waited
@@ -462,6 +466,84 @@ static void print_breakdown(double step_s_total, int steps, int B, int T, int C,
     printf("], \"unaccounted_ms_per_step\": %.3f", 1e3 * (step_s_total - accounted) / steps);
 }
 
+/*
+ * --eval: the evaluation forward, as the peer's bench_eval (eval mode, no
+ * dropout, no labels, logits to the host and their argmax), at batch B: one
+ * JSON line "tune_bert_eval_forward" with the median and min ms per forward.
+ */
+static int run_eval_bench(const struct named_config *nc, int B, int S, int threads, int steps,
+                          int warmup)
+{
+    tune_error err = {0};
+    struct tunep_backend *be = NULL;
+    struct tunep_bert *m = NULL;
+    int32_t *ids = NULL, *types = NULL;
+    float *logits = NULL;
+    double ts[MAX_STEPS];
+    int rc = 1;
+    tune_status st = tunep_cpu_backend_new(threads, &be, &err);
+    if (st != TUNE_OK)
+        return fail("backend", st, &err);
+    struct tunep_bert_config cfg;
+    tunep_bert_config_default(&cfg);
+    cfg.L = nc->L;
+    cfg.C = nc->C;
+    cfg.NH = nc->NH;
+    cfg.I = nc->I;
+    cfg.P = MAX_POS;
+    cfg.V = VOCAB;
+    cfg.K = LABELS;
+    size_t ntok = (size_t)B * (size_t)S;
+    ids = malloc(ntok * sizeof *ids);
+    types = malloc(ntok * sizeof *types);
+    logits = malloc((size_t)B * LABELS * sizeof *logits);
+    if (!ids || !types || !logits) {
+        fprintf(stderr, "bench_bert_step: out of memory\n");
+        goto out;
+    }
+    if ((st = tunep_bert_new(&cfg, B, S, be, &m, &err)) != TUNE_OK ||
+        (st = tunep_bert_init_weights(m, 0, &err)) != TUNE_OK) {
+        fail("model", st, &err);
+        goto out;
+    }
+    uint64_t rng = 0;
+    for (size_t i = 0; i < ntok; i++) {
+        size_t t = i % (size_t)S;
+        ids[i] = t == 0 ? 101 : (int32_t)(splitmix64(&rng) % VOCAB);
+        types[i] = t >= (size_t)(S / 2);
+    }
+    struct tunep_bert_batch batch = {.B = B, .T = S, .ids = ids, .types = types};
+    int n_class1 = 0;
+    for (int i = 0; i < warmup + steps; i++) {
+        double t0 = now();
+        if ((st = tunep_bert_forward(m, &batch, 0, 0, NULL, &err)) != TUNE_OK ||
+            (st = tunep_bert_logits(m, logits, (size_t)B * LABELS, &err)) != TUNE_OK) {
+            fail("forward", st, &err);
+            goto out;
+        }
+        n_class1 = 0;
+        for (int b = 0; b < B; b++)
+            n_class1 += logits[b * LABELS + 1] > logits[b * LABELS];
+        if (i >= warmup)
+            ts[i - warmup] = now() - t0;
+    }
+    double med = median(ts, steps);
+    printf("{\"bench\": \"tune_bert_eval_forward\", \"engine\": \"tune\", \"config\": \"%s\", "
+           "\"batch\": %d, \"seq_len\": %d, \"threads\": %d, \"steps\": %d, \"warmup\": %d, "
+           "\"median_ms\": %.2f, \"min_ms\": %.2f, \"tokens_per_s\": %.1f, \"n_pred_class1\": %d, "
+           "\"max_rss_kib\": %ld}\n",
+           nc->name, B, S, threads, steps, warmup, 1e3 * med, 1e3 * min_of(ts, steps),
+           (double)ntok / med, n_class1, max_rss_kib());
+    rc = 0;
+out:
+    tunep_bert_free(m);
+    tunep_cpu_backend_free(be);
+    free(ids);
+    free(types);
+    free(logits);
+    return rc;
+}
+
 static int run_step_bench(const struct named_config *nc, int B, int S, int threads, int steps,
                           int warmup, double lr, int breakdown, const char *isa_name)
 {
@@ -714,7 +796,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_bert_step [--config tiny|mini|small|medium|base] [--batch N] "
                     "[--seq N] [--threads N] [--steps N] [--warmup N] [--lr X] "
-                    "[--no-breakdown] [--isa generic|avx2|avx512] [--cpu-clock]\n"
+                    "[--no-breakdown] [--isa generic|avx2|avx512] [--cpu-clock] [--eval]\n"
                     "       bench_bert_step --sgemm N[,N...] [--threads N]\n"
                     "       bench_bert_step --env-advice\n");
 }
@@ -729,7 +811,8 @@ static void log_stderr(tune_log_level level, const char *message, void *user_dat
 int main(int argc, char **argv)
 {
     const char *config = "tiny", *sgemm = NULL, *isa = NULL;
-    int B = 32, S = 128, threads = 2, steps = 10, warmup = 3, breakdown = 1;
+    int B = 32, S = 128, threads = 2, steps = 10, warmup = 3, breakdown = 1, eval = 0,
+        batch_given = 0;
     double lr = 2e-5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -745,6 +828,10 @@ int main(int argc, char **argv)
             bench_clock = CLOCK_PROCESS_CPUTIME_ID;
             continue;
         }
+        if (strcmp(a, "--eval") == 0) {
+            eval = 1;
+            continue;
+        }
         if (!v) {
             usage();
             return 2;
@@ -752,7 +839,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--config") == 0)
             config = v;
         else if (strcmp(a, "--batch") == 0)
-            B = atoi(v);
+            B = atoi(v), batch_given = 1;
         else if (strcmp(a, "--seq") == 0)
             S = atoi(v);
         else if (strcmp(a, "--threads") == 0)
@@ -785,5 +872,7 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
+    if (eval)
+        return run_eval_bench(nc, batch_given ? B : 256, S, threads, steps, warmup);
     return run_step_bench(nc, B, S, threads, steps, warmup, lr, breakdown, isa);
 }
