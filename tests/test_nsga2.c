@@ -34,7 +34,7 @@ START_TEST(test_crowded_better)
 {
     /*    rank  crowd      a b -> winner */
     static const int rank[] = {0, 0, 1, 1, 0};
-    static const double crowd[] = {0.5, 2.0, INFINITY, 0.1, 0.5};
+    static const double crowd[] = {0.5, 2.0, (double)INFINITY, 0.1, 0.5};
     static const size_t rows[][3] = {
         {0, 1, 1},            /* same rank: larger distance */
         {1, 0, 1}, {0, 2, 0}, /* lower rank wins even against infinite distance */

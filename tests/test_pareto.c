@@ -24,15 +24,15 @@ START_TEST(test_dominates)
     } rows[] = {
         {{1, 2}, {2, 3}, 1},
         {{2, 3}, {1, 2}, 0},
-        {{1, 2}, {1, 2}, 0},   /* duplicates: neither */
-        {{1, 3}, {2, 2}, 0},   /* a trade-off: neither */
-        {{1, 2}, {1, 3}, 1},   /* tied in one, better in the other */
-        {{5, 5}, {NAN, 0}, 1}, /* a missing metric loses to any complete point */
-        {{NAN, 0}, {5, 5}, 0},
-        {{NAN, 0}, {NAN, 1}, 1}, /* both incomplete: NaN reads as +inf */
-        {{NAN, 1}, {1, NAN}, 0},
-        {{NAN, 1}, {NAN, 1}, 0},
-        {{-INFINITY, 9}, {0, 9}, 1},
+        {{1, 2}, {1, 2}, 0},           /* duplicates: neither */
+        {{1, 3}, {2, 2}, 0},           /* a trade-off: neither */
+        {{1, 2}, {1, 3}, 1},           /* tied in one, better in the other */
+        {{5, 5}, {(double)NAN, 0}, 1}, /* a missing metric loses to any complete point */
+        {{(double)NAN, 0}, {5, 5}, 0},
+        {{(double)NAN, 0}, {(double)NAN, 1}, 1}, /* both incomplete: NaN reads as +inf */
+        {{(double)NAN, 1}, {1, (double)NAN}, 0},
+        {{(double)NAN, 1}, {(double)NAN, 1}, 0},
+        {{-(double)INFINITY, 9}, {0, 9}, 1},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         ck_assert_msg(tunep_pareto_dominates(rows[i].a, rows[i].b, 2) == rows[i].want, "row %zu",
@@ -47,7 +47,7 @@ END_TEST
  * A, B, G trade off; F misses accuracy, so every complete point dominates it.
  * Ranks: A 0, B 0, C 1, D 1, E 0, F 2 (below C and D), G 0.
  */
-static const double mixed[] = {0.9, 10, 0.8, 5, 0.9, 12, 0.7, 6, 0.9, 10, NAN, 1, 0.95, 20};
+static const double mixed[] = {0.9, 10, 0.8, 5, 0.9, 12, 0.7, 6, 0.9, 10, (double)NAN, 1, 0.95, 20};
 static const int mixed_max[] = {1, 0};
 
 START_TEST(test_sort_mixed_directions)
@@ -97,7 +97,7 @@ START_TEST(test_sort_chain_ties_duplicates)
     static const double same[] = {1, 1, 1, 1, 1, 1};
     OK(tunep_pareto_sort(same, 3, 2, rank, &err));
     ck_assert(rank[0] == 0 && rank[1] == 0 && rank[2] == 0);
-    static const double nans[] = {NAN, NAN, NAN, NAN};
+    static const double nans[] = {(double)NAN, (double)NAN, (double)NAN, (double)NAN};
     OK(tunep_pareto_sort(nans, 2, 2, rank, &err));
     ck_assert(rank[0] == 0 && rank[1] == 0);
 
@@ -197,7 +197,7 @@ START_TEST(test_hypervolume_hand)
      * (2.5,2.5), a duplicate (2,2), points outside or on the reference's
      * boundary (5,0) (0,4) and a NaN point change nothing.
      */
-    static const double two[] = {1, 3, 2, 2, 3, 1, 2.5, 2.5, 2, 2, 5, 0, 0, 4, NAN, 0};
+    static const double two[] = {1, 3, 2, 2, 3, 1, 2.5, 2.5, 2, 2, 5, 0, 0, 4, (double)NAN, 0};
     const double ref2[] = {4, 4};
     OK(tunep_pareto_hypervolume(two, 3, 2, ref2, &hv, &err));
     ck_assert_double_eq_tol(hv, 6, 1e-12);
