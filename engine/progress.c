@@ -168,7 +168,23 @@ tune_status tune_study_open(const char *dir, tune_study **ret_study, tune_error 
             parsed.num_samples;
         if (total > s->total_trials)
             s->total_trials = total;
+        /* The objectives (a "metric" list): the stored row holds only the first. */
+        for (size_t j = 0; j < parsed.n_objectives; j++) {
+            s->cfg.objectives[j] = parsed.objectives[j];
+            s->cfg.objectives_max[j] = parsed.objectives_max[j];
+            parsed.objectives[j] = NULL;
+        }
+        s->cfg.n_objectives = parsed.n_objectives;
+        parsed.n_objectives = 0;
         tunep_config_done(&parsed);
+    }
+    if (s->cfg.n_objectives == 0) {
+        if (!(s->cfg.objectives[0] = tunep_strdup(s->cfg.metric))) {
+            st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+            goto fail;
+        }
+        s->cfg.objectives_max[0] = s->cfg.mode_max;
+        s->cfg.n_objectives = 1;
     }
     tunep_store_experiment_done(&row);
     *ret_study = s;

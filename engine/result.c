@@ -11,6 +11,12 @@
  * under the study lock: it does not change while the study runs on, and it
  * outlives the study. Parameters keep the space's order and flattened names
  * ("optimizer/lr").
+ *
+ * tune_study_pareto_front() is Optuna's study.best_trials for a study of
+ * several objectives: the finished trials (TERMINATED or STOPPED) that no
+ * other finished trial dominates on the objectives' last values
+ * (search/pareto.h: a missing objective counts worst), best first by the
+ * first objective.
  */
 #include "engine/study.h"
 
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "search/pareto.h"
 
 struct tune_result {
     int64_t trial_id;
@@ -37,6 +44,11 @@ struct tune_result {
     size_t n_metrics;
     char **metric_names; /* owned */
     double *metric_values;
+    /* A trial of a Pareto front: every objective in order, its direction and last value. */
+    size_t n_objectives;
+    char **objective_names; /* owned */
+    int *objective_max;
+    double *objective_values; /* NaN: never reported */
 };
 
 void tune_result_free(tune_result *r)
@@ -53,8 +65,13 @@ void tune_result_free(tune_result *r)
         tunep_free(r->metric_names[i]);
     tunep_free(r->param_names);
     tunep_free(r->params);
+    for (size_t i = 0; r->objective_names && i < r->n_objectives; i++)
+        tunep_free(r->objective_names[i]);
     tunep_free(r->metric_names);
     tunep_free(r->metric_values);
+    tunep_free(r->objective_names);
+    tunep_free(r->objective_max);
+    tunep_free(r->objective_values);
     tunep_free(r->metric);
     tunep_free(r);
 }
@@ -441,7 +458,13 @@ tune_status tune_study_best_by(tune_study *s, const char *metric, const char *mo
     tune_status st = TUNE_OK;
     pthread_mutex_lock(&s->lock);
     p.metric = metric ? metric : s->cfg.metric;
-    p.mode_max = mode ? strcmp(mode, "max") == 0 : s->cfg.mode_max;
+    /* A metric that is one of the objectives is ranked in its own direction by default. */
+    p.mode_max = s->cfg.mode_max;
+    for (size_t j = 0; j < s->cfg.n_objectives; j++)
+        if (strcmp(s->cfg.objectives[j], p.metric) == 0)
+            p.mode_max = s->cfg.objectives_max[j];
+    if (mode)
+        p.mode_max = strcmp(mode, "max") == 0;
     if (s->n_trials > 0 && !(p.a = tunep_calloc((size_t)s->n_trials, sizeof *p.a))) {
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto out;
@@ -532,6 +555,22 @@ tune_status tune_result_json(const tune_result *r, char **ret_json, tune_error *
                      ",\"mode\":\"%s\",\"scope\":\"%s\",\"score\":", r->mode_max ? "max" : "min",
                      tune_scope_name(r->scope));
     tunep_json_put_number(&b, r->score);
+    if (r->n_objectives) {
+        tunep_buf_puts(&b, ",\"objectives\":{");
+        for (size_t i = 0; i < r->n_objectives; i++) {
+            tunep_buf_puts(&b, i ? "," : "");
+            tunep_json_put_string(&b, r->objective_names[i]);
+            tunep_buf_puts(&b, ":");
+            tunep_json_put_number(&b, r->objective_values[i]);
+        }
+        tunep_buf_puts(&b, "},\"modes\":{");
+        for (size_t i = 0; i < r->n_objectives; i++) {
+            tunep_buf_puts(&b, i ? "," : "");
+            tunep_json_put_string(&b, r->objective_names[i]);
+            tunep_buf_puts(&b, r->objective_max[i] ? ":\"max\"" : ":\"min\"");
+        }
+        tunep_buf_puts(&b, "}");
+    }
     tunep_buf_printf(&b, ",\"training_iteration\":%lld,\"time_total_s\":", (long long)r->iteration);
     tunep_json_put_number(&b, r->time_total_s);
     tunep_buf_puts(&b, ",\"metrics\":{");
@@ -551,5 +590,181 @@ tune_status tune_result_json(const tune_result *r, char **ret_json, tune_error *
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
     }
     *ret_json = json;
+    return TUNE_OK;
+}
+
+/* ---- the Pareto front (several objectives) --------------------------------- */
+
+size_t tune_study_objective_count(tune_study *s)
+{
+    if (!s)
+        return 0;
+    return s->cfg.n_objectives ? s->cfg.n_objectives : 1;
+}
+
+/* Objective j's name and direction; a study without a list has its one metric. */
+static const char *objective_name(const struct tune_study *s, size_t j)
+{
+    return s->cfg.n_objectives ? s->cfg.objectives[j] : s->cfg.metric;
+}
+
+static int objective_max(const struct tune_study *s, size_t j)
+{
+    return s->cfg.n_objectives ? s->cfg.objectives_max[j] : s->cfg.mode_max;
+}
+
+/* The interned id of metric name, or -1 when no trial reported it (no interning here). */
+static long metric_id_of(const struct tune_study *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_metrics; i++)
+        if (strcmp(s->metric_names[i], name) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* A front member's place: its first objective in minimisation form (NaN last), then its id. */
+struct front_key {
+    double y0;
+    int64_t id;
+};
+
+static int front_key_cmp(const void *pa, const void *pb)
+{
+    const struct front_key *a = pa, *b = pb;
+    int an = isnan(a->y0), bn = isnan(b->y0);
+    if (an != bn)
+        return an - bn;
+    if (!an && a->y0 != b->y0)
+        return a->y0 < b->y0 ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Adds the objectives' names, directions and values y (study form, not negated) to r. */
+static int result_objectives(tune_result *r, const struct tune_study *s, size_t m, const double *y)
+{
+    r->objective_names = tunep_calloc(m, sizeof *r->objective_names);
+    r->objective_max = tunep_calloc(m, sizeof *r->objective_max);
+    r->objective_values = tunep_calloc(m, sizeof *r->objective_values);
+    if (!r->objective_names || !r->objective_max || !r->objective_values)
+        return -1;
+    for (size_t j = 0; j < m; j++) {
+        if (!(r->objective_names[j] = tunep_strdup(objective_name(s, j))))
+            return -1;
+        r->objective_max[j] = objective_max(s, j);
+        r->objective_values[j] = y[j];
+        r->n_objectives = j + 1;
+    }
+    r->score = y[0];
+    r->mode_max = r->objective_max[0];
+    return 0;
+}
+
+void tune_results_free(tune_result **results, size_t count)
+{
+    if (!results)
+        return;
+    for (size_t i = 0; i < count; i++)
+        tune_result_free(results[i]);
+    tunep_free(results);
+}
+
+tune_status tune_study_pareto_front(tune_study *s, tune_result ***ret_results, size_t *ret_count,
+                                    tune_error *err)
+{
+    if (!s || !ret_results || !ret_count)
+        return tunep_error_set(err, TUNE_EINVAL,
+                               "study, ret_results and ret_count must not be NULL");
+    tune_status st = TUNE_OK;
+    tune_result **out = NULL;
+    size_t k = 0, n = 0;
+    double *y = NULL, *raw = NULL;
+    int64_t *ids = NULL;
+    int *on_front = NULL;
+    struct front_key *keys = NULL;
+    pthread_mutex_lock(&s->lock);
+    size_t m = tune_study_objective_count(s);
+    long mid[TUNEP_PARETO_MAX_OBJECTIVES];
+    int maximize[TUNEP_PARETO_MAX_OBJECTIVES];
+    if (m > TUNEP_PARETO_MAX_OBJECTIVES) {
+        st = tunep_error_set(err, TUNE_EINVAL, "%zu objectives: at most %d", m,
+                             TUNEP_PARETO_MAX_OBJECTIVES);
+        goto out;
+    }
+    for (size_t j = 0; j < m; j++) {
+        mid[j] = metric_id_of(s, objective_name(s, j));
+        maximize[j] = objective_max(s, j);
+    }
+    size_t cap = s->n_trials > 0 ? (size_t)s->n_trials : 1;
+    raw = tunep_malloc(cap * m * sizeof *raw);
+    y = tunep_malloc(cap * m * sizeof *y);
+    ids = tunep_malloc(cap * sizeof *ids);
+    on_front = tunep_malloc(cap * sizeof *on_front);
+    if (!raw || !y || !ids || !on_front) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* The finished trials that reported at least one objective. */
+    for (int64_t i = 0; i < s->n_trials; i++) {
+        const struct tunep_trial_rec *rec = s->trials[i];
+        if (!rec || (rec->status != TUNE_TRIAL_TERMINATED && rec->status != TUNE_TRIAL_STOPPED))
+            continue;
+        size_t have = 0;
+        for (size_t j = 0; j < m; j++) {
+            double v =
+                mid[j] >= 0 && (size_t)mid[j] < rec->n_last ? rec->last[mid[j]] : (double)NAN;
+            raw[n * m + j] = v;
+            have += !isnan(v);
+        }
+        if (have)
+            ids[n++] = i;
+    }
+    tunep_pareto_minimize(raw, n, m, maximize, y);
+    k = tunep_pareto_front(y, n, m, on_front);
+    if (k == 0) {
+        struct tunep_buf names;
+        tunep_buf_init(&names);
+        for (size_t j = 0; j < m; j++) {
+            tunep_buf_puts(&names, j ? ", '" : "'");
+            tunep_buf_puts(&names, objective_name(s, j));
+            tunep_buf_puts(&names, "'");
+        }
+        st = tunep_error_set(err, TUNE_ENOTFOUND,
+                             "no finished trial (TERMINATED or STOPPED) reported %s",
+                             names.data ? names.data : "the objectives");
+        tunep_buf_done(&names);
+        goto out;
+    }
+    keys = tunep_malloc(k * sizeof *keys);
+    out = tunep_calloc(k, sizeof *out);
+    if (!keys || !out) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t f = 0;
+    for (size_t i = 0; i < n; i++)
+        if (on_front[i])
+            keys[f++] = (struct front_key){y[i * m], (int64_t)i};
+    qsort(keys, k, sizeof *keys, front_key_cmp);
+    for (size_t q = 0; q < k; q++) {
+        size_t i = (size_t)keys[q].id;
+        if (!(out[q] = result_copy(s, s->trials[ids[i]])) ||
+            result_objectives(out[q], s, m, raw + i * m)) {
+            st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&s->lock);
+    tunep_free(raw);
+    tunep_free(y);
+    tunep_free(ids);
+    tunep_free(on_front);
+    tunep_free(keys);
+    if (st) {
+        tune_results_free(out, k);
+        return st;
+    }
+    *ret_results = out;
+    *ret_count = k;
     return TUNE_OK;
 }

@@ -245,3 +245,73 @@ tune_status tunep_pareto_hypervolume(const double *y, size_t n, size_t m, const 
     *ret_hv = hv;
     return TUNE_OK;
 }
+
+void tunep_pareto_reference(const double *y, size_t n, size_t m, double *ret_ref)
+{
+    for (size_t j = 0; j < m; j++) {
+        double lo = HUGE_VAL, hi = -HUGE_VAL;
+        for (size_t i = 0; i < n; i++) {
+            double v = y[i * m + j];
+            if (isfinite(v)) {
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+        }
+        if (!(hi >= lo)) {
+            ret_ref[j] = (double)NAN;
+            continue;
+        }
+        double pad = hi > lo ? (hi - lo) / 10 : fabs(hi) > 0 ? fabs(hi) / 10 : 1;
+        ret_ref[j] = hi + pad;
+    }
+}
+
+tune_status tunep_pareto_hypervolume_history(const double *y, size_t n, size_t m, const double *ref,
+                                             double work_max, double *ret_hv, size_t *ret_done,
+                                             tune_error *err)
+{
+    *ret_done = 0;
+    for (size_t i = 0; i < n; i++)
+        ret_hv[i] = (double)NAN;
+    if (n == 0 || m == 0)
+        return TUNE_OK;
+    /* front: the running front's points (rows of m), those strictly inside ref only. */
+    double *front = tunep_malloc(n * m * sizeof *front);
+    if (!front)
+        return tunep_error_set(err, TUNE_ENOMEM, "hypervolume history of %zu points", n);
+    size_t k = 0;
+    double hv = 0, work = 0;
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; i < n; i++) {
+        const double *p = y + i * m;
+        int inside = 1, joins = 1;
+        for (size_t j = 0; j < m; j++)
+            if (!(p[j] < ref[j])) /* NaN too: such a point adds nothing */
+                inside = 0;
+        for (size_t f = 0; inside && joins && f < k; f++) {
+            const double *q = front + f * m;
+            if (tunep_pareto_dominates(q, p, m) || memcmp(q, p, m * sizeof *p) == 0)
+                joins = 0;
+        }
+        if (inside && joins) {
+            /* Points p dominates leave the front; p joins it; the volume is recomputed. */
+            size_t kept = 0;
+            for (size_t f = 0; f < k; f++)
+                if (!tunep_pareto_dominates(p, front + f * m, m))
+                    memmove(front + kept++ * m, front + f * m, m * sizeof *front);
+            memcpy(front + kept * m, p, m * sizeof *front);
+            k = kept + 1;
+            work += pow((double)k, (double)(m > 1 ? m - 1 : 1));
+            if (work > work_max)
+                break;
+            if ((st = hv_rec(front, k, m, m, ref, &hv))) {
+                st = tunep_error_set(err, st, "hypervolume history of %zu points", n);
+                break;
+            }
+        }
+        ret_hv[i] = hv;
+        *ret_done = i + 1;
+    }
+    tunep_free(front);
+    return st;
+}

@@ -69,4 +69,26 @@ tune_status tunep_pareto_crowding(const double *y, size_t m, const size_t *idx, 
 tune_status tunep_pareto_hypervolume(const double *y, size_t n, size_t m, const double *ref,
                                      double *ret_hv, tune_error *err);
 
+/*
+ * A reference point for the hypervolume of points y (minimisation form, n x
+ * m) when the user gives none: per objective, the worst (largest) finite
+ * value among the points, moved a tenth of their range further (a tenth of
+ * |worst| when all are equal, 1 when that is 0 too), so that the front's
+ * extreme points add volume as well. NaN for an objective no point has.
+ */
+void tunep_pareto_reference(const double *y, size_t n, size_t m, double *ret_ref);
+
+/*
+ * The hypervolume (bounded by ref) of points 0..i, for each i in turn:
+ * ret_hv[i]. Only the running front of the points strictly inside ref is
+ * kept, and its volume is recomputed only when a point joins it. work_max
+ * caps the sum of k^(m-1) (k: the front's size) over those recomputations,
+ * which bounds the time for three or more objectives; once it would be
+ * passed, the remaining entries stay NaN. *ret_done: how many entries were
+ * computed (n unless the cap was reached). TUNE_ENOMEM.
+ */
+tune_status tunep_pareto_hypervolume_history(const double *y, size_t n, size_t m, const double *ref,
+                                             double work_max, double *ret_hv, size_t *ret_done,
+                                             tune_error *err);
+
 #endif /* TUNE_PARETO_H */

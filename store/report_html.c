@@ -17,7 +17,10 @@
  * What the page adds to the store's rows is computed here: the importance
  * of each hyperparameter by fANOVA (search/importance.c) over the TERMINATED
  * trials, per metric of the table (the first REPORT_IMPORTANCE_METRICS), with
- * the experiment's seed, so the same store gives the same page.
+ * the experiment's seed, so the same store gives the same page; and, for
+ * several objectives, the Pareto front of the finished trials and its
+ * hypervolume after each of them (search/pareto.c), with the reference point
+ * tunep_pareto_reference() chooses.
  *
  * Size and speed: one JSON row per trial (parameters and last metrics
  * exact, as in results.csv); per report of its last attempt, an (iteration,
@@ -57,6 +60,7 @@
 #include "config/config.h"
 #include "schedulers/scheduler.h"
 #include "search/importance.h"
+#include "search/pareto.h"
 /* report_css and report_js: store/report/report.css and report.js, embedded at build time. */
 #include "report_assets.h"
 
@@ -94,6 +98,14 @@ struct report {
     struct tunep_value *fin_cfg; /* [cap * cfg.space->n] */
     double *fin_y;               /* [cap * REPORT_MAX_METRICS] */
     size_t n_fin, cap_fin;
+    /* Several objectives (cfg.n_objectives > 1): the finished trials (TERMINATED or
+     * STOPPED) that reported at least one, in id order, and their last values. */
+    size_t n_obj;
+    int obj_max[TUNEP_MAX_OBJECTIVES];
+    int64_t *obj_id;
+    double *obj_y; /* [cap_obj * n_obj], each in its own direction; NaN: not reported */
+    size_t n_objfin, cap_obj;
+    size_t n_front; /* trials on the Pareto front */
     /* The series pass: the reports of one (trial, attempt) until it changes. */
     int64_t ser_trial;
     int ser_attempt;
@@ -359,6 +371,38 @@ static tune_status keep_finished(struct report *r, const struct tunep_stored_tri
     return TUNE_OK;
 }
 
+/* Keeps a finished trial's last value of each objective, for the Pareto front. */
+static tune_status keep_objectives(struct report *r, const struct tunep_stored_trial *t)
+{
+    if (r->n_obj < 2 || (t->status != TUNE_TRIAL_TERMINATED && t->status != TUNE_TRIAL_STOPPED))
+        return TUNE_OK;
+    double v[TUNEP_MAX_OBJECTIVES];
+    size_t have = 0;
+    for (size_t j = 0; j < r->n_obj; j++) {
+        v[j] = metric_of(r->cfg.objectives[j], t->n_metrics, t->metric_names, t->metric_values);
+        have += !isnan(v[j]);
+    }
+    if (!have)
+        return TUNE_OK;
+    if (r->n_objfin == r->cap_obj) {
+        size_t cap = r->cap_obj ? 2 * r->cap_obj : 64;
+        int64_t *id = tunep_realloc(r->obj_id, r->cap_obj * sizeof *id, cap * sizeof *id);
+        if (!id)
+            return TUNE_ENOMEM;
+        r->obj_id = id;
+        double *y =
+            tunep_realloc(r->obj_y, r->cap_obj * r->n_obj * sizeof *y, cap * r->n_obj * sizeof *y);
+        if (!y)
+            return TUNE_ENOMEM;
+        r->obj_y = y;
+        r->cap_obj = cap;
+    }
+    r->obj_id[r->n_objfin] = t->trial_id;
+    memcpy(r->obj_y + r->n_objfin * r->n_obj, v, r->n_obj * sizeof *v);
+    r->n_objfin++;
+    return TUNE_OK;
+}
+
 /* Pass 2: one row per trial: [id, status, iteration, time_total_s, [params], [metrics], error,
  * attempt, start, end] (start and end in seconds from the first trial's start, t0). */
 static tune_status trial_row(void *ud, const struct tunep_stored_trial *t)
@@ -394,7 +438,7 @@ static tune_status trial_row(void *ud, const struct tunep_stored_trial *t)
     tunep_buf_puts(b, "]");
     if (t->trial_id == r->best_id)
         best_config_html(r, t);
-    if (keep_finished(r, t))
+    if (keep_finished(r, t) || keep_objectives(r, t))
         return TUNE_ENOMEM;
     return b->oom ? TUNE_ENOMEM : TUNE_OK;
 }
@@ -486,6 +530,87 @@ static tune_status series_point(void *ud, int64_t trial_id, int attempt, int64_t
     for (size_t k = 0; k < r->n_metrics; k++)
         r->ser_v[i * REPORT_MAX_METRICS + k] = metric_of(r->metrics[k], n, names, values);
     return r->json.oom ? TUNE_ENOMEM : TUNE_OK;
+}
+
+/* ---- several objectives: the Pareto front and its hypervolume ---------------- */
+
+/* The cap on the sum of k^(m-1) over the hypervolume's recomputations (k: the
+ * front's size): it bounds the page's cost for three or more objectives, where
+ * the exact hypervolume grows as k^(m-1); two objectives stay far below it. */
+#define REPORT_HV_WORK_MAX 2e8
+
+/* "pareto" (several objectives only): the objectives and their modes; the finished
+ * trials that reported one ("trials", ids in order) with their last values ("values",
+ * null where missing); the front's trial ids in id order (the trials tune best
+ * lists); the reference point in the objectives' own directions and the
+ * rule that chose it; the front's hypervolume after each of those trials, null past
+ * the work cap ("hypervolume_complete" false then). */
+static tune_status pareto_json(struct report *r)
+{
+    struct tunep_buf *b = &r->json;
+    size_t n = r->n_objfin, m = r->n_obj;
+    if (m < 2)
+        return TUNE_OK;
+    double *y = tunep_malloc((n * m + 1) * sizeof *y);
+    double *hv = tunep_malloc((n + 1) * sizeof *hv);
+    int *front = tunep_malloc((n + 1) * sizeof *front);
+    double ref[TUNEP_MAX_OBJECTIVES];
+    size_t done = 0;
+    tune_status st = TUNE_OK;
+    if (!y || !hv || !front) {
+        st = TUNE_ENOMEM;
+        goto out;
+    }
+    tunep_pareto_minimize(r->obj_y, n, m, r->obj_max, y);
+    tunep_pareto_front(y, n, m, front);
+    tunep_pareto_reference(y, n, m, ref);
+    if ((st =
+             tunep_pareto_hypervolume_history(y, n, m, ref, REPORT_HV_WORK_MAX, hv, &done, r->err)))
+        goto out;
+    tunep_buf_puts(b, ",\n\"pareto\":{\"objectives\":[");
+    for (size_t j = 0; j < m; j++) {
+        tunep_buf_puts(b, j ? "," : "");
+        json_string(b, r->cfg.objectives[j]);
+    }
+    tunep_buf_puts(b, "],\"modes\":[");
+    for (size_t j = 0; j < m; j++)
+        tunep_buf_puts(b,
+                       r->obj_max[j] ? (j ? ",\"max\"" : "\"max\"") : (j ? ",\"min\"" : "\"min\""));
+    tunep_buf_puts(b, "],\"from\":\"TERMINATED and STOPPED\",\"trials\":[");
+    for (size_t i = 0; i < n; i++)
+        tunep_buf_printf(b, "%s%" PRId64, i ? "," : "", r->obj_id[i]);
+    tunep_buf_puts(b, "],\n\"values\":[");
+    for (size_t i = 0; i < n; i++) {
+        tunep_buf_puts(b, i ? ",[" : "[");
+        for (size_t j = 0; j < m; j++) {
+            tunep_buf_puts(b, j ? "," : "");
+            json_number(b, r->obj_y[i * m + j], 0);
+        }
+        tunep_buf_puts(b, "]");
+    }
+    tunep_buf_puts(b, "],\n\"front\":[");
+    size_t f = 0;
+    for (size_t i = 0; i < n; i++)
+        if (front[i])
+            tunep_buf_printf(b, "%s%" PRId64, f++ ? "," : "", r->obj_id[i]);
+    r->n_front = f;
+    tunep_buf_puts(b, "],\"reference\":[");
+    for (size_t j = 0; j < m; j++) {
+        tunep_buf_puts(b, j ? "," : "");
+        json_number(b, r->obj_max[j] ? -ref[j] : ref[j], 0);
+    }
+    tunep_buf_puts(b, "],\"reference_rule\":\"each objective's worst value among the finished "
+                      "trials, a tenth of their range further\",\n\"hypervolume\":[");
+    for (size_t i = 0; i < n; i++) {
+        tunep_buf_puts(b, i ? "," : "");
+        json_number(b, hv[i], 0);
+    }
+    tunep_buf_printf(b, "],\"hypervolume_complete\":%s}", done == n ? "true" : "false");
+out:
+    tunep_free(y);
+    tunep_free(hv);
+    tunep_free(front);
+    return st ? st : b->oom ? TUNE_ENOMEM : TUNE_OK;
 }
 
 /* ---- hyperparameter importance ---------------------------------------------- */
@@ -725,6 +850,15 @@ static void page(struct tunep_buf *b, const struct report *r,
     } else {
         tunep_buf_puts(b, "none: no trial reported the metric");
     }
+    if (r->n_obj > 1) {
+        tunep_buf_puts(b, "</td></tr>\n<tr><th>objectives</th><td>");
+        for (size_t j = 0; j < r->n_obj; j++) {
+            tunep_buf_puts(b, j ? ", <code>" : "<code>");
+            html_text(b, r->cfg.objectives[j]);
+            tunep_buf_printf(b, "</code> (%s)", r->obj_max[j] ? "max" : "min");
+        }
+        tunep_buf_printf(b, "; Pareto front: %zu of %zu finished trials", r->n_front, r->n_objfin);
+    }
     tunep_buf_puts(b, "</td></tr>\n<tr><th>trials</th><td>");
     html_status_counts(b, r);
     tunep_buf_puts(b, "</td></tr>\n<tr><th>compute</th><td>");
@@ -746,8 +880,11 @@ static void page(struct tunep_buf *b, const struct report *r,
                       "<h2>Optimisation history</h2>\n<div class=\"plot\" id=\"history\"></div>\n"
                       "<p class=\"note\">Each trial's last (or best) value of the metric "
                       "against its number and against the wall time when it ended, with the best "
-                      "so far.</p>\n"
-                      "<h2>Hyperparameter importance</h2>\n"
+                      "so far.</p>\n");
+    if (r->n_obj > 1)
+        tunep_buf_puts(b, "<h2>Pareto front</h2>\n<div class=\"plot\" id=\"pareto\"></div>\n"
+                          "<h2>Hypervolume</h2>\n<div class=\"plot\" id=\"hypervolume\"></div>\n");
+    tunep_buf_puts(b, "<h2>Hyperparameter importance</h2>\n"
                       "<div class=\"plot\" id=\"importance\"></div>\n"
                       "<h2>Learning curves</h2>\n<p id=\"legend\"></p>\n"
                       "<p><button type=\"button\" id=\"logx\">log x</button></p>\n"
@@ -782,6 +919,11 @@ static tune_status read_config(struct report *r, struct tunep_store *st,
     if (tunep_config_parse(text, strlen(text), r->path, NULL, NULL, &r->cfg, NULL) != TUNE_OK)
         return TUNE_OK;
     r->cfg_ok = 1;
+    if (r->cfg.n_objectives > 1) {
+        r->n_obj = r->cfg.n_objectives;
+        for (size_t j = 0; j < r->n_obj; j++)
+            r->obj_max[j] = r->cfg.objectives_max[j];
+    }
     size_t n = 0;
     const char *const *names = tunep_store_param_names(st, &n);
     if (!(r->space_of = tunep_malloc((n + 1) * sizeof *r->space_of)))
@@ -881,7 +1023,7 @@ static tune_status build_page(struct tunep_store *st, const char *dir, const cha
     series_flush(&r);
     tunep_buf_puts(j, "]");
     tunep_store_read_end(st);
-    if ((rs = importance_json(&r, exp.seed)))
+    if ((rs = importance_json(&r, exp.seed)) || (rs = pareto_json(&r)))
         goto out;
     tunep_buf_puts(j, "}");
 
@@ -901,6 +1043,8 @@ out:
     tunep_free(r.space_of);
     tunep_free(r.fin_cfg);
     tunep_free(r.fin_y);
+    tunep_free(r.obj_id);
+    tunep_free(r.obj_y);
     tunep_free(r.ser_it);
     tunep_free(r.ser_t);
     tunep_free(r.ser_v);

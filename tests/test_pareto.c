@@ -263,6 +263,64 @@ START_TEST(test_hypervolume_random)
 }
 END_TEST
 
+/*
+ * The default reference point and the hypervolume after each point, by hand:
+ *   i  point      ref (4.3, 4.3): worst of each column (4, 4) + a tenth of its range (3)
+ *   0  (3, 3)     1.3 x 1.3 = 1.69
+ *   1  (1, 3.5)   + 3.3 x 0.8 - the overlap 1.3 x 0.8 = 3.29
+ *   2  (3, 3)     a duplicate: 3.29
+ *   3  (4, 4)     dominated: 3.29
+ *   4  (NaN, 1)   missing: 3.29
+ *   5  (2, 2)     2.3 x 2.3 + what 1 adds past it, 1 x 0.8 = 6.09
+ * Random sets against tunep_pareto_hypervolume() of each prefix; a work cap of
+ * 0 leaves every entry NaN.
+ */
+START_TEST(test_hypervolume_history)
+{
+    const double y[] = {3, 3, 1, 3.5, 3, 3, 4, 4, NAN, 1, 2, 2};
+    const double want[] = {1.69, 3.29, 3.29, 3.29, 3.29, 6.09};
+    double ref[2], hv[6];
+    size_t done;
+    tunep_pareto_reference(y, 6, 2, ref);
+    ck_assert_double_eq_tol(ref[0], 4.3, 1e-12);
+    ck_assert_double_eq_tol(ref[1], 4.3, 1e-12);
+    OK(tunep_pareto_hypervolume_history(y, 6, 2, ref, 1e9, hv, &done, &err));
+    ck_assert_uint_eq(done, 6);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(fabs(hv[i] - want[i]) < 1e-12, "%d: %.17g vs %g", i, hv[i], want[i]);
+    OK(tunep_pareto_hypervolume_history(y, 6, 2, ref, 0, hv, &done, &err));
+    ck_assert_uint_eq(done, 0);
+    for (int i = 0; i < 6; i++)
+        ck_assert(isnan(hv[i]));
+    /* All equal: a tenth of |worst|; all zero: 1; no finite value: NaN. */
+    tunep_pareto_reference((double[]){2, 0, 2, 0, 2, NAN}, 3, 2, ref);
+    ck_assert_double_eq_tol(ref[0], 2.2, 1e-12);
+    ck_assert_double_eq_tol(ref[1], 1, 1e-12);
+    tunep_pareto_reference((double[]){NAN, 1}, 1, 2, ref);
+    ck_assert(isnan(ref[0]));
+
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    gsl_rng_set(r, 5);
+    double z[30 * 4], h[30];
+    const double ref1[] = {1, 1, 1, 1};
+    for (size_t m = 2; m <= 4; m++)
+        for (int rep = 0; rep < 20; rep++) {
+            size_t n = 1 + gsl_rng_uniform_int(r, 30);
+            for (size_t i = 0; i < n * m; i++)
+                z[i] = (double)gsl_rng_uniform_int(r, 6) / 5.0;
+            OK(tunep_pareto_hypervolume_history(z, n, m, ref1, 1e9, h, &done, &err));
+            ck_assert_uint_eq(done, n);
+            for (size_t i = 0; i < n; i++) {
+                double prefix;
+                OK(tunep_pareto_hypervolume(z, i + 1, m, ref1, &prefix, &err));
+                ck_assert_msg(fabs(h[i] - prefix) < 1e-12, "m %zu rep %d i %zu: %g vs %g", m, rep,
+                              i, h[i], prefix);
+            }
+        }
+    gsl_rng_free(r);
+}
+END_TEST
+
 START_TEST(test_alloc_failures)
 {
     static const double y[] = {1, 2, 3, 2, 3, 1, 3, 1, 2};
@@ -284,6 +342,14 @@ START_TEST(test_alloc_failures)
         ck_assert(a == TUNE_OK || a == TUNE_ENOMEM);
         if (a == TUNE_OK)
             ck_assert_double_eq_tol(hv, 13, 1e-12);
+        double hist[3];
+        size_t done;
+        tune_test_alloc_fail_after(k);
+        a = tunep_pareto_hypervolume_history(y, 3, 3, (double[]){4, 4, 4}, 1e9, hist, &done, &err);
+        tune_test_alloc_reset();
+        ck_assert(a == TUNE_OK || a == TUNE_ENOMEM);
+        if (a == TUNE_OK)
+            ck_assert_double_eq_tol(hist[2], 13, 1e-12);
     }
 }
 END_TEST
@@ -299,6 +365,7 @@ static Suite *pareto_suite(void)
     tcase_add_test(tc, test_crowding);
     tcase_add_test(tc, test_hypervolume_hand);
     tcase_add_test(tc, test_hypervolume_random);
+    tcase_add_test(tc, test_hypervolume_history);
     tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(s, tc);
     return s;

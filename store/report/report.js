@@ -22,7 +22,12 @@
  *   importance {method, trees, seed, from, n_finished, by_metric: [{metric, n_trials,
  *           n_trees, params [share or null], sd [...], pairs [[a, b, share]]} or
  *           {metric, n_trials, error}]},
- *   searcher {name, summary, seed, seed_given}, scheduler {name, summary}.
+ *   searcher {name, summary, seed, seed_given}, scheduler {name, summary},
+ *   pareto (several objectives only) {objectives [names], modes ['min'|'max'], from,
+ *           trials [ids of the finished trials with an objective], values [[last value
+ *           of each objective or null]], front [trial ids], reference [one value per
+ *           objective, in its own direction], reference_rule, hypervolume [after each of
+ *           trials, null past the writer's work cap], hypervolume_complete}.
  */
 (function () {
 'use strict';
@@ -360,6 +365,131 @@ function history(el) {
   });
   el.innerHTML = html + note('Line: the best so far (' + (sign > 0 ? 'max' : 'min') + ').');
   el.setAttribute('data-drawn', String(n));
+}
+/* ---- several objectives: the Pareto front (D.pareto, computed by the report writer) ---- */
+/* Two objectives: every finished trial at its two values, the front's trials ringed and
+ * joined in the first objective's order. Three or more: parallel coordinates of the
+ * objectives, better at the top, the front's trials drawn thick on top. Each front mark
+ * carries its trial id (data-trial) and the container the front's size (data-front). */
+function paretoPart(el) {
+  var P = D.pareto;
+  if (!P || !P.trials || !P.trials.length)
+    return nodata(el, 'No finished trial reported the objectives.');
+  var k = P.objectives.length, on = {}, pts = [];
+  P.front.forEach(function (id) { on[id] = 1; });
+  P.trials.forEach(function (id, i) {
+    var t = byId[id];
+    pts.push({id: id, v: P.values[i], st: t ? t[1] : 0, front: !!on[id]});
+  });
+  function tip(p) {
+    return 'trial ' + p.id + ': ' + P.objectives.map(function (name, j) {
+      return name + ' ' + fmt(p.v[j]);
+    }).join(', ') + (p.front ? ' (front)' : '');
+  }
+  var w = width(el), h = 380, o = '', fo = '', n = 0, nf = 0;
+  if (k === 2) {
+    var m = {l: 64, r: 16, t: 14, b: 40};
+    var xs = scale('lin', pts.map(function (p) { return p.v[0]; }), m.l, w - m.r);
+    var ys = scale('lin', pts.map(function (p) { return p.v[1]; }), h - m.b, m.t);
+    o = axes(xs, ys, w, h, m, P.objectives[0] + ' (' + P.modes[0] + ')',
+             P.objectives[1] + ' (' + P.modes[1] + ')');
+    var F = [];
+    pts.forEach(function (p) {
+      var x = xs.f(p.v[0]), y = ys.f(p.v[1]);
+      if (isNaN(x) || isNaN(y)) return;
+      n++;
+      if (p.front) { F.push({x: x, y: y, p: p}); return; }
+      o += tag('circle', {cx: r1(x), cy: r1(y), r: 3, fill: SC[p.st], 'class': 'mo',
+                          'data-tip': tip(p)});
+    });
+    F.sort(function (a, b) { return a.x - b.x || a.y - b.y || a.p.id - b.p.id; });
+    var d = F.map(function (f, i) { return (i ? 'L' : 'M') + r1(f.x) + ' ' + r1(f.y); }).join('');
+    fo = tag('path', {'class': 'frontline', d: d || undefined}, '');
+    F.forEach(function (f) {
+      fo += tag('circle', {cx: r1(f.x), cy: r1(f.y), r: 5, fill: SC[f.p.st], 'class': 'front',
+                           'data-trial': f.p.id, 'data-tip': tip(f.p)});
+      nf++;
+    });
+    el.innerHTML = svg(w, h, o + fo, n) +
+      note('Every finished trial (' + P.from + ') with both objectives at its last values; ' +
+           'ringed and joined: the ' +
+           P.front.length + ' trials no other finished trial dominates (the Pareto front).');
+  } else {
+    var mm = {l: 60, r: 60, t: 20, b: 56}, gap = (w - mm.l - mm.r) / (k - 1);
+    var sc = P.objectives.map(function (name, j) {
+      var vals = pts.map(function (p) { return p.v[j]; });
+      return P.modes[j] === 'max' ? scale('lin', vals, h - mm.b, mm.t)
+                                  : scale('lin', vals, mm.t, h - mm.b);
+    });
+    P.objectives.forEach(function (name, j) {
+      var x = mm.l + j * gap;
+      o += line(x, mm.t, x, h - mm.b, 'ax');
+      ticks(sc[j], 5).forEach(function (v) {
+        var y = sc[j].f(v);
+        if (y >= mm.t - 0.5 && y <= h - mm.b + 0.5)
+          o += line(x - 3, y, x, y, 'ax') + text(x - 5, y + 3, fmt(v), 'tk', 'end');
+      });
+      o += text(x, h - mm.b + 18 + (j % 2) * 14, clip(name + ' (' + P.modes[j] + ')', 24), 'lb',
+                'middle');
+    });
+    var lines = '';
+    pts.forEach(function (p) {
+      var dd = '';
+      /* As in the scatter, a trial missing an objective is not drawn. */
+      if (!p.v.every(fin)) return;
+      P.objectives.forEach(function (name, j) {
+        dd += (j ? 'L' : 'M') + r1(mm.l + j * gap) + ' ' + r1(sc[j].f(p.v[j]));
+      });
+      n++;
+      if (p.front) {
+        fo += tag('path', {'class': 'pc front', stroke: SC[p.st], d: dd, 'data-trial': p.id,
+                           'data-tip': tip(p)});
+        nf++;
+      } else {
+        lines += tag('path', {'class': 'pc', stroke: SC[p.st], d: dd, 'data-tip': tip(p)});
+      }
+    });
+    el.innerHTML = svg(w, h, tag('g', {'stroke-opacity': opacity(n)}, lines) + o + fo, n) +
+      note('One line per finished trial (' + P.from + ') with every objective, through its ' +
+           'last value of each ' +
+           'objective, better at the top; thick: the ' + P.front.length + ' trials of the ' +
+           'Pareto front.');
+  }
+  el.setAttribute('data-drawn', String(n));
+  el.setAttribute('data-front', String(nf));
+}
+/* The front's hypervolume after each finished trial, by trial number, against the
+ * reference point the writer chose (named below the plot). */
+function hypervolume(el) {
+  var P = D.pareto;
+  if (!P || !P.trials || !P.trials.length)
+    return nodata(el, 'No finished trial reported the objectives.');
+  var pts = [];
+  P.trials.forEach(function (id, i) {
+    if (fin(P.hypervolume[i])) pts.push({id: id, v: P.hypervolume[i]});
+  });
+  if (!pts.length) return nodata(el, 'No hypervolume was computed.');
+  var w = width(el), h = 300, m = {l: 72, r: 16, t: 14, b: 40};
+  var xs = scale('lin', pts.map(function (p) { return p.id; }), m.l, w - m.r);
+  xs.integer = true;
+  var ys = scale('lin', pts.map(function (p) { return p.v; }).concat([0]), h - m.b, m.t);
+  var o = axes(xs, ys, w, h, m, 'trial', 'hypervolume'), d = '';
+  pts.forEach(function (p, i) {
+    var x = xs.f(p.id), y = ys.f(p.v);
+    d += (i ? 'H' + r1(x) + 'V' : 'M' + r1(x) + ' ') + r1(y);
+    o += tag('circle', {cx: r1(x), cy: r1(y), r: 2.5, 'class': 'hv',
+                        'data-tip': 'after trial ' + p.id + ': ' + fmt(p.v)});
+  });
+  o += tag('path', {'class': 'hvline', d: d}, '');
+  var ref = P.objectives.map(function (name, j) {
+    return name + ' = ' + fmt(P.reference[j]);
+  }).join(', ');
+  el.innerHTML = svg(w, h, o, pts.length) +
+    note('Hypervolume of the Pareto front of the finished trials up to each trial number, ' +
+         'bounded by the reference point ' + ref + ' (' + P.reference_rule + ')' +
+         (P.hypervolume_complete === false ? '; stopped early: too costly to go on' : '') + '.');
+  el.setAttribute('data-drawn', String(pts.length));
+  el.setAttribute('data-reference', ref);
 }
 /* ---- hyperparameter importance (computed by the report writer) ---- */
 function importance(el) {
@@ -816,6 +946,8 @@ function drawAll() {
   part('controls', controls);
   part('legend', legend);
   part('history', history);
+  part('pareto', paretoPart);
+  part('hypervolume', hypervolume);
   part('importance', importance);
   part('curves', curves);
   part('scatter', scatter);

@@ -26,6 +26,10 @@
 #      seed; switching the metric, its direction, log y, best values, the
 #      curves' time attribute and the contour's parameters redraws without
 #      an error, and earlier attempts are drawn faded.
+#   1c. Several objectives: the Pareto front (two objectives: a scatter with the
+#      front ringed and joined; three: parallel coordinates) marks exactly the
+#      hand-computed front, and the hypervolume over trials (its reference point
+#      named) never goes down.
 #   3. 1,000 trials of 10 iterations (ASHA, grace 1, reduction factor 4): the
 #      page is at most 5 MB and is drawn and loaded in under 2 s.
 #   4. Errors: usage, no experiment, an unwritable output, a report that cannot
@@ -589,6 +593,102 @@ if got["imp"] not in ("lr", "wd", "batch_size"):
 print("controls: %s" % sys.argv[2])
 EOF
     ok "metric switch, direction, log y, best values, time attribute and contour selects redraw; earlier attempts faded"
+fi
+
+# ---- 1c. several objectives: the Pareto front and its hypervolume ---------------
+# Each trial k reports acc (max) and lat (min) from a table; the front, worked
+# out by hand, is k = 0, 1, 2, 3, 4, 7 (1 and 2 are duplicates; 5, 6 and 10 are
+# dominated; 8 lacks lat; 9 ends in ERROR with the best values of all). The
+# reference point is each objective's worst finite value among the finished
+# trials moved a tenth of their range: acc 0.60 - 0.039 = 0.561 (range 0.60 to
+# 0.99, k = 8 included), lat 80 + 7.5 = 87.5. Hypervolume of the front, strips
+# in acc order: 0.389 x 7.5 + 0.339 x 40 + 0.289 x 20 + 0.239 x 10 + 0.139 x 5
+# = 25.3425. A third objective (mem, min) gives parallel coordinates whose
+# thick lines are the front of the three, computed here by brute force.
+if [ -n "$py" ]; then
+    cat >"$tmp/moprog.sh" <<'SH'
+#!/bin/sh
+case "$1" in
+    0) a=0.80 l=10 ;; 1) a=0.85 l=20 ;; 2) a=0.85 l=20 ;; 3) a=0.90 l=40 ;;
+    4) a=0.70 l=5 ;; 5) a=0.90 l=50 ;; 6) a=0.75 l=12 ;; 7) a=0.95 l=80 ;;
+    8) echo 'tune-report {"acc": 0.99, "mem": 1}'; exit 0 ;;
+    9) echo 'tune-report {"acc": 1.00, "lat": 1, "mem": 0}'; exit 1 ;;
+    *) a=0.60 l=5 ;;
+esac
+echo "tune-report {\"acc\": $a, \"lat\": $l, \"mem\": $(( ($1 * 7) % 5 ))}"
+SH
+    chmod +x "$tmp/moprog.sh"
+    for n in 2 3; do
+        mm='["acc", "lat"], "mode": ["max", "min"]'
+        [ $n = 3 ] && mm='["acc", "lat", "mem"], "mode": ["max", "min", "min"]'
+        cat >"$tmp/mo$n.json" <<JSON
+{"name": "report-mo$n", "metric": $mm, "num_samples": 1, "seed": 2,
+ "max_concurrent_trials": 2, "max_failures": 0,
+ "param_space": {"k": {"grid_search": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}},
+ "trainer": {"type": "command", "argv": ["$tmp/moprog.sh", "{k}"]}}
+JSON
+        "$tune" run "$tmp/mo$n.json" --storage "$tmp/mo$n" --quiet >/dev/null 2>&1
+        [ -f "$tmp/mo$n/report.html" ] || fail "no report for the $n-objective sweep"
+        # check.py compares the page's best trial with `tune best`'s: the first objective's.
+        "$tune" best "$tmp/mo$n" --metric acc >"$tmp/mo$n/best.json" || fail "tune best --metric acc"
+        dom=
+        if [ -n "$chrome" ]; then
+            render --dump-dom "$tmp/mo$n/report.html" >"$tmp/mo$n.dom" || fail "chromium --dump-dom"
+            "$py" "$tmp/check.py" "$tmp/mo$n/report.html" "$tmp/mo$n" --dom "$tmp/mo$n.dom" >/dev/null || exit 1
+            dom=$tmp/mo$n.dom
+        else
+            "$py" "$tmp/check.py" "$tmp/mo$n/report.html" "$tmp/mo$n" >/dev/null || exit 1
+        fi
+        "$py" - "$tmp/mo$n/report.html" "$n" "$dom" <<'PY' || fail "the Pareto front of the $n-objective report"
+import json, re, sys
+page, n, dom = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+t = open(page, encoding="utf-8").read()
+d = json.loads(re.search(r'id="tune-data">(.*?)</script>', t, re.S).group(1))
+P = d["pareto"]
+k_of = {r[0]: r[4][0] for r in d["trials"]}
+assert P["objectives"] == ["acc", "lat", "mem"][:n] and P["modes"] == ["max", "min", "min"][:n], P
+assert sorted(k_of[i] for i in P["trials"]) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 10], P["trials"]
+if n == 2:
+    want = [0, 1, 2, 3, 4, 7]
+    assert all(abs(a - b) < 1e-12 for a, b in zip(P["reference"], [0.561, 87.5])), P["reference"]
+    assert abs(P["hypervolume"][-1] - 25.3425) < 1e-9, P["hypervolume"]
+else:
+    # Brute force: finished trials with every objective, dominance in each direction.
+    sg = [-1, 1, 1]
+    pts = {i: [s * v for s, v in zip(sg, vals)] for i, vals in zip(P["trials"], P["values"])
+           if all(v is not None for v in vals)}
+    dom_ = lambda a, b: all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+    want = sorted(k_of[i] for i, p in pts.items() if not any(dom_(q, p) for q in pts.values()))
+assert sorted(k_of[i] for i in P["front"]) == want, (P["front"], want)
+hv = P["hypervolume"]
+assert P["hypervolume_complete"] and all(v is not None for v in hv), hv
+assert all(b >= a for a, b in zip(hv, hv[1:])) and hv[-1] > 0, hv
+assert re.search(r"<th>objectives</th><td><code>acc</code> \(max\), <code>lat</code> \(min\)", t)
+out = "front k = %s, hypervolume %s" % (want, [round(v, 4) for v in hv])
+if dom:
+    html = open(dom, encoding="utf-8").read()
+    part = re.search(r'<div[^>]*id="pareto".*?</svg>', html, re.S).group(0)
+    head = re.search(r'<div[^>]*id="pareto"[^>]*>', part).group(0)
+    marks = re.findall(r'<(?:circle|path)[^>]*class="(?:front|pc front)"[^>]*>', part)
+    got = sorted(k_of[int(re.search(r'data-trial="(\d+)"', m).group(1))] for m in marks)
+    assert got == want, ("front marks", got, want)
+    assert 'data-front="%d"' % len(want) in head, head
+    both = sum(1 for v in P["values"] if all(x is not None for x in v))
+    assert 'data-drawn="%d"' % both in head, (head, both)
+    if n == 2:
+        assert len(re.findall(r'class="frontline" d="M', part)) == 1, "the front is not joined"
+    hvp = re.search(r'<div[^>]*id="hypervolume".*?</svg>.*?</p>', html, re.S).group(0)
+    path = re.search(r'class="hvline" d="([^"]*)"', hvp).group(1)
+    # "M x y" then "H x V y" per step: the y of each step, in pixels (down is smaller).
+    ys = [float(path[1:].split()[1].split("H")[0])] + \
+        [float(v.split("H")[0]) for v in path.split("V")[1:]]
+    assert len(ys) == len(hv) and all(b <= a for a, b in zip(ys, ys[1:])), ("the line goes down", ys)
+    assert n == 3 or "reference point acc = 0.561, lat = 87.5" in hvp, "the reference point is not named"
+    out += "; drawn: %d front marks, a hypervolume line of %d steps" % (len(got), len(ys))
+print(out)
+PY
+        ok "$n objectives: the report's Pareto front and hypervolume"
+    done
 fi
 
 # Mode "min", and log domains that are quantized or integer.

@@ -50,6 +50,28 @@ int cli_status(int argc, char **argv)
     return cli_exit_code(st);
 }
 
+/* The Pareto front as a JSON list, one trial a line; frees the study. */
+static int print_front(tune_study *study)
+{
+    tune_result **front = NULL;
+    size_t n = 0;
+    tune_error err;
+    tune_status st = tune_study_pareto_front(study, &front, &n, &err);
+    for (size_t i = 0; !st && i < n; i++) {
+        char *json = NULL;
+        if (!(st = tune_result_json(front[i], &json, &err)))
+            printf("%s%s", i ? ",\n " : "[", json);
+        tune_free(json);
+    }
+    if (st)
+        cli_print_error(&err);
+    else
+        printf("]\n");
+    tune_results_free(front, n);
+    tune_study_free(study);
+    return st == TUNE_ENOTFOUND ? CLI_FAILED : cli_exit_code(st);
+}
+
 int cli_best(int argc, char **argv)
 {
     tune_study *study = NULL;
@@ -66,7 +88,12 @@ int cli_best(int argc, char **argv)
                  "                last-5-avg, last-10-avg the mean of its last 5 or 10 values;\n"
                  "                all its best value in any report\n"
                  "The JSON holds the chosen report (the best one for --scope all, else the\n"
-                 "trial's last with M) with every metric it has, under \"metrics\".\n",
+                 "trial's last with M) with every metric it has, under \"metrics\".\n"
+                 "An experiment of several objectives (a \"metric\" list) prints its Pareto\n"
+                 "front instead, unless --metric is given: a JSON list of every finished\n"
+                 "(TERMINATED or STOPPED) trial that no other finished trial dominates on the\n"
+                 "objectives' last values, best first by the first objective; each entry adds\n"
+                 "\"objectives\" (their values) and \"modes\" to the fields above.\n",
                  &study);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
@@ -103,6 +130,17 @@ int cli_best(int argc, char **argv)
             tune_study_free(study);
             return CLI_USAGE;
         }
+    }
+    if (!metric && tune_study_objective_count(study) > 1) {
+        if (mode || scope != TUNE_SCOPE_LAST) {
+            fprintf(stderr,
+                    "tune best: the experiment has %zu objectives: --mode and --scope rank by "
+                    "one metric, give it with --metric\n",
+                    tune_study_objective_count(study));
+            tune_study_free(study);
+            return CLI_USAGE;
+        }
+        return print_front(study);
     }
     tune_result *best = NULL;
     char *json = NULL;
