@@ -155,7 +155,7 @@ int main(int argc, char **argv)
     const char *problem = NULL;
     long evals = 200;
     int seeds = 20, seed0 = 0, dim = 30;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* --option value pairs */
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val)
             usage();
@@ -171,7 +171,6 @@ int main(int argc, char **argv)
             dim = atoi(val);
         else
             usage();
-        i++;
     }
     if (!problem || (strcmp(problem, "zdt1") != 0 && strcmp(problem, "zdt2") != 0) || evals < 1 ||
         seeds < 1 || dim < 2 || dim > MAX_DIM)

@@ -277,7 +277,7 @@ END_TEST
  */
 START_TEST(test_hypervolume_history)
 {
-    const double y[] = {3, 3, 1, 3.5, 3, 3, 4, 4, NAN, 1, 2, 2};
+    const double y[] = {3, 3, 1, 3.5, 3, 3, 4, 4, (double)NAN, 1, 2, 2};
     const double want[] = {1.69, 3.29, 3.29, 3.29, 3.29, 6.09};
     double ref[2], hv[6];
     size_t done;
@@ -293,10 +293,10 @@ START_TEST(test_hypervolume_history)
     for (int i = 0; i < 6; i++)
         ck_assert(isnan(hv[i]));
     /* All equal: a tenth of |worst|; all zero: 1; no finite value: NaN. */
-    tunep_pareto_reference((double[]){2, 0, 2, 0, 2, NAN}, 3, 2, ref);
+    tunep_pareto_reference((double[]){2, 0, 2, 0, 2, (double)NAN}, 3, 2, ref);
     ck_assert_double_eq_tol(ref[0], 2.2, 1e-12);
     ck_assert_double_eq_tol(ref[1], 1, 1e-12);
-    tunep_pareto_reference((double[]){NAN, 1}, 1, 2, ref);
+    tunep_pareto_reference((double[]){(double)NAN, 1}, 1, 2, ref);
     ck_assert(isnan(ref[0]));
 
     gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);

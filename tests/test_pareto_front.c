@@ -33,8 +33,8 @@
 #define N_ROWS 11
 
 static const double TABLE[N_ROWS][2] = {
-    {1, 1},   {2, 3},     {2, 3},  {3, 3},   {0.5, 0}, {4, 5},
-    {1, 0.5}, {0.1, NAN}, {0, 10}, {1.5, 2}, {2, 2.5},
+    {1, 1},  {2, 3},   {2, 3},   {3, 3}, {0.5, 0}, {4, 5}, {1, 0.5}, {0.1, (double)NAN},
+    {0, 10}, {1.5, 2}, {2, 2.5},
 };
 static const int64_t FRONT[] = {4, 0, 9, 1, 2, 5};
 #define N_FRONT (sizeof FRONT / sizeof *FRONT)
