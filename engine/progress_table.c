@@ -333,6 +333,7 @@ static void fmt_value(char *buf, size_t size, const struct tunep_value *v)
         case TUNEP_V_INT: snprintf(buf, size, "%lld", (long long)v->u.i); return;
         case TUNEP_V_STRING: snprintf(buf, size, "%s", v->u.s); return;
         case TUNEP_V_BOOL: snprintf(buf, size, "%s", v->u.b ? "true" : "false"); return;
+        case TUNEP_V_ABSENT: break;
     }
     buf[0] = '\0';
 }
