@@ -16,6 +16,7 @@
 #include "base/rng.h"
 #include "check_util.h"
 #include "config/config_space.h"
+#include "search/importance.h"
 #include "search/searcher.h"
 #include "search/space.h"
 
@@ -397,6 +398,39 @@ START_TEST(test_tpe_beats_random)
 }
 END_TEST
 
+/* fANOVA leaves conditional parameters out (NaN, as constants) and weighs the rest. */
+START_TEST(test_importance_skips_conditional)
+{
+    ck_assert_int_eq(parse(SGD_ADAM), TUNE_OK);
+    enum { N = 200 };
+    static struct tunep_value v[N * 6];
+    double y[N];
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    gsl_rng_set(r, 5);
+    for (size_t i = 0; i < N; i++) {
+        tunep_space_sample(sp, r, 0, 0, v + i * 6);
+        /* adam a whole unit worse: the option matters, and lr too. */
+        y[i] = toy_loss(v + i * 6) + (strcmp(v[i * 6 + 1].u.s, "adam") == 0 ? 1.0 : 0.0);
+    }
+    gsl_rng_free(r);
+    struct tunep_importance_config c;
+    struct tunep_importance imp;
+    memset(&imp, 0, sizeof imp);
+    tunep_importance_config_default(&c);
+    c.n_trees = 16;
+    ck_assert_int_eq(tunep_importance_fanova(sp, v, y, N, &c, &imp, &err), TUNE_OK);
+    ck_assert_uint_eq(imp.n_params, 6);
+    ck_assert(isfinite(imp.importance[0]) && imp.importance[0] > 0.01); /* lr */
+    ck_assert(isfinite(imp.importance[1]) && imp.importance[1] > 0.5);  /* opt/name */
+    for (size_t i = 2; i < 6; i++) /* momentum, nesterov, beta1 (conditional); batch */
+        ck_assert(isnan(imp.importance[i]));
+    ck_assert_uint_eq(imp.n_pairs, 1);
+    ck_assert_uint_eq(imp.pairs[0].a, 0);
+    ck_assert_uint_eq(imp.pairs[0].b, 1);
+    tunep_importance_done(&imp);
+}
+END_TEST
+
 /* ---- a study through the public API --------------------------------------- */
 
 struct seen {
@@ -489,6 +523,7 @@ static Suite *conditional_suite(void)
     tcase_add_test(tc, test_add_json);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_tpe_beats_random);
+    tcase_add_test(tc, test_importance_skips_conditional);
     tcase_add_test(tc, test_study_api);
     suite_add_tcase(s, tc);
     return s;
