@@ -5,7 +5,8 @@
 #      config/opt/nesterov and config/opt/beta1; row by row, the cells of the
 #      option not chosen are empty and the others hold values in range; the
 #      score the script computed from the present parameter; params.json and
-#      progress.csv agree; the report is written;
+#      progress.csv agree; the report is written; `tune status` names the best
+#      trial's present parameters only;
 #  (b) tpe runs on the same space with the same checks;
 #  (c) `tune validate` refuses gp with the exact message and exit 2.
 # Usage: test_conditional.sh TUNE_BINARY
@@ -94,6 +95,16 @@ check_experiment() { # dir label
     [ "$p2" = "$p3" ] && ok "$what: progress.csv leaves beta1 empty in $p2 rows, as results.csv" ||
         fail "$what: progress.csv has $p2 empty beta1 cells, results.csv $p3"
     [ -s "$exp/report.html" ] && ok "$what: report written" || fail "$what: no report.html"
+    # `tune status` names the best trial's present parameters only.
+    local line
+    line=$("$TUNE" status "$exp" | grep '^Best so far:')
+    case "$line" in
+        *opt/name=sgd,\ opt/momentum=*,\ opt/nesterov=true) ok "$what: status names sgd's parameters" ;;
+        *opt/name=adam,\ opt/beta1=*)
+            case "$line" in *momentum*|*nesterov*) fail "$what: status: $line" ;;
+                *) ok "$what: status names adam's parameters" ;; esac ;;
+        *) fail "$what: status: $line" ;;
+    esac
 }
 
 write_config "$tmp/random.json" random
