@@ -8,7 +8,9 @@
 #      progress.csv agree; the report is written; `tune status` names the best
 #      trial's present parameters only;
 #  (b) tpe runs on the same space with the same checks;
-#  (c) `tune validate` refuses gp with the exact message and exit 2.
+#  (c) `tune validate` refuses gp with the exact message and exit 2;
+#  (d) a command placeholder naming an absent parameter fails that trial with
+#      the reason, and the trials that have it run.
 # Usage: test_conditional.sh TUNE_BINARY
 set -u
 TUNE=$1
@@ -124,6 +126,20 @@ rc=$?
 want="tune: $tmp/gp.json:2:26: search.algorithm: search algorithm \"gp\" cannot search conditional parameters ('opt/momentum' exists only for some values of 'opt/name'): use \"tpe\" or \"random\""
 [ "$rc" = 2 ] && [ "$(cat "$tmp/err")" = "$want" ] && ok "validate refuses gp" ||
     fail "validate gp: exit $rc, $(cat "$tmp/err") (want $want)"
+
+# (d) a command placeholder of an absent parameter fails that trial, saying why.
+write_config "$tmp/ph.json" random
+sed -i 's|"argv": \["\([^"]*\)"\]|"argv": ["\1", "{opt/momentum}"]|' "$tmp/ph.json"
+grep -q '{opt/momentum}' "$tmp/ph.json" || fail "placeholder config: $(cat "$tmp/ph.json")"
+"$TUNE" run "$tmp/ph.json" --storage "$tmp/ph" --quiet >"$tmp/out" 2>"$tmp/err"
+n_adam=$(tr -d '\r' <"$tmp/ph/results.csv" | awk -F, '$5 == "adam"' | wc -l)
+n_adam_err=$(tr -d '\r' <"$tmp/ph/results.csv" | awk -F, '$5 == "adam" && $2 == "ERROR"' |
+    grep -c "trainer.argv\[1\]: '{opt/momentum}' has no value in this trial (a conditional parameter of an option not chosen; TUNE_TRIAL_PARAMS holds the present ones)")
+n_sgd_ok=$(tr -d '\r' <"$tmp/ph/results.csv" | awk -F, '$5 == "sgd" && $2 == "TERMINATED"' | wc -l)
+n_all=$(tail -n +2 "$tmp/ph/results.csv" | wc -l)
+[ "$n_adam" -ge 2 ] && [ "$n_adam_err" = "$n_adam" ] && [ $((n_adam + n_sgd_ok)) = "$n_all" ] &&
+    ok "absent placeholder: $n_adam adam trials fail with the reason, $n_sgd_ok sgd trials run" ||
+    fail "absent placeholder: adam $n_adam (failed with the reason: $n_adam_err), sgd ok $n_sgd_ok of $n_all; $(head -c 400 "$tmp/err")"
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all conditional checks passed"
