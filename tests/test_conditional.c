@@ -15,6 +15,7 @@
 
 #include "base/rng.h"
 #include "check_util.h"
+#include "config/config.h"
 #include "config/config_space.h"
 #include "search/importance.h"
 #include "search/searcher.h"
@@ -320,6 +321,49 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* A whole config: `tune validate` refuses what cannot search a conditional space, at the key. */
+static void validate_fails(const char *text, const char *at, const char *msg)
+{
+    struct tunep_config c;
+    memset(&c, 0, sizeof c);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(tunep_config_parse(text, strlen(text), "x.json", NULL, NULL, &c, &err),
+                     TUNE_ECONFIG);
+    ck_assert_str_eq(err.text, msg);
+    ck_assert_int_eq(err.line, 1);
+    ck_assert_int_eq(err.column, (int)(strstr(text, at) - text) + 1);
+}
+
+#define COND_SPACE                                                                                 \
+    "\"param_space\": {\"lr\": {\"loguniform\": [1e-4, 1e-1]}, \"opt\": {\"choice\": ["            \
+    "{\"name\": \"sgd\", \"momentum\": {\"uniform\": [0.5, 0.99]}}, {\"name\": \"adam\"}]}}"
+
+START_TEST(test_validate_refusals)
+{
+    validate_fails("{\"search\": {\"algorithm\": \"sobol\"}, " COND_SPACE "}", "\"sobol\"",
+                   "search.algorithm: search algorithm \"sobol\" cannot search conditional "
+                   "parameters ('opt/momentum' exists only for some values of 'opt/name'): use "
+                   "\"tpe\" or \"random\"");
+    validate_fails("{\"search\": {\"algorithm\": \"tpe\", \"multivariate\": true}, " COND_SPACE "}",
+                   "true",
+                   "search.multivariate: multivariate tpe cannot model conditional parameters "
+                   "('opt/momentum'): set \"multivariate\": false");
+    validate_fails(
+        "{\"scheduler\": {\"type\": \"pbt\", \"perturbation_interval\": 2, "
+        "\"hyperparam_mutations\": {\"lr\": {\"loguniform\": [1e-4, 1e-1]}}}, " COND_SPACE "}",
+        "\"pbt\"",
+        "scheduler.type: the pbt scheduler perturbs parameters, and cannot perturb "
+        "conditional ones ('opt/momentum'): use another scheduler");
+    /* tpe and random accept it. */
+    const char *ok = "{\"search\": {\"algorithm\": \"tpe\"}, " COND_SPACE "}";
+    struct tunep_config c;
+    memset(&c, 0, sizeof c);
+    ck_assert_msg(tunep_config_parse(ok, strlen(ok), "x.json", NULL, NULL, &c, &err) == TUNE_OK,
+                  "%s", err.text);
+    tunep_config_done(&c);
+}
+END_TEST
+
 /*
  * A toy conditional objective (a loss, smaller is better): sgd reaches 0 at
  * momentum 0.9, adam no better than 0.2, and lr adds (log10 lr + 2.5)^2 / 10.
@@ -522,6 +566,7 @@ static Suite *conditional_suite(void)
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_add_json);
     tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_validate_refusals);
     tcase_add_test(tc, test_tpe_beats_random);
     tcase_add_test(tc, test_importance_skips_conditional);
     tcase_add_test(tc, test_study_api);
