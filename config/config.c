@@ -778,6 +778,7 @@ static json_t *value_json(const struct tunep_value *v)
         case TUNEP_V_INT: return json_integer((json_int_t)v->u.i);
         case TUNEP_V_STRING: return json_string(v->u.s);
         case TUNEP_V_BOOL: return json_boolean(v->u.b);
+        case TUNEP_V_ABSENT: break;
     }
     return json_null();
 }
@@ -829,7 +830,9 @@ char *tunep_values_json(size_t n, const char *const *names, const struct tunep_v
         return NULL;
     for (size_t i = 0; i < n; i++) {
         const char *name = names[i];
-        json_t *obj = root; /* borrowed */
+        json_t *obj = root;                   /* borrowed */
+        if (values[i].type == TUNEP_V_ABSENT) /* a conditional parameter outside its option */
+            continue;
         const char *slash;
         while ((slash = strchr(name, '/')) != NULL) {
             char part[TUNEP_SPACE_MAX_NAME + 1];

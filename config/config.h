@@ -134,7 +134,8 @@ tune_status tunep_config_read_file(const char *path, char **ret_text, size_t *re
 
 /*
  * The JSON object of a trial's configuration, nested back along the '/' of
- * flattened names. Caller frees with tunep_free.
+ * flattened names; absent (conditional) parameters are left out. Caller frees
+ * with tunep_free.
  */
 char *tunep_values_json(size_t n, const char *const *names, const struct tunep_value *values);
 

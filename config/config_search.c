@@ -312,7 +312,27 @@ tune_status tunep_config_check_search(const struct tunep_cfgctx *ctx, struct tun
             return error_at(ctx, "search", "algorithm", msg);
         }
     }
+    long cond = tunep_space_first_conditional(c->space);
+    if (cond >= 0 && model && c->search != TUNEP_SEARCH_TPE) {
+        tune_error e;
+        tunep_space_refuse_conditional(c->space, tunep_search_algo_name(c->search), &e);
+        return error_at(ctx, "search", "algorithm", e.text);
+    }
+    if (cond >= 0 && c->search == TUNEP_SEARCH_TPE && c->tpe.multivariate) {
+        snprintf(msg, sizeof msg,
+                 "multivariate tpe cannot model conditional parameters ('%s'): set "
+                 "\"multivariate\": false",
+                 c->space->params[cond].name);
+        return error_at(ctx, "search", "multivariate", msg);
+    }
     const struct tunep_scheduler_type *sched = c->scheduler.type;
+    if (cond >= 0 && (sched->flags & TUNEP_SCHEDULER_EXPLORES)) {
+        snprintf(msg, sizeof msg,
+                 "the %s scheduler perturbs parameters, and cannot perturb conditional ones "
+                 "('%s'): use another scheduler",
+                 sched->name, c->space->params[cond].name);
+        return error_at(ctx, "scheduler", "type", msg);
+    }
     if (c->n_objectives > 1 && c->search != TUNEP_SEARCH_RANDOM && c->search != TUNEP_SEARCH_GRID &&
         c->search != TUNEP_SEARCH_NSGA2) {
         snprintf(msg, sizeof msg,

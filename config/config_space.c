@@ -9,6 +9,16 @@
  * rules themselves live in search/space.c; this file maps a failed rule back
  * to the JSON element at fault so errors read "file:line:col: param_space.lr:
  * message". Every call leaves the space as it found it when it fails.
+ *
+ * A choice whose options are objects is a conditional branch (Ray's form):
+ * {"opt": {"choice": [{"name": "sgd", "momentum": {...}}, {"name": "adam",
+ * ...}]}}. The first key that every option holds with a different constant
+ * ("name") becomes the selector, a choice over those constants named
+ * "opt/name"; every other member of an option is flattened under "opt/" and
+ * present only when the selector has that option's value. A member that
+ * several options hold with the same distribution is one parameter present
+ * in each of them. Options nest: an option's member may itself be a choice of
+ * objects, which then depends on the outer selector.
  */
 #include "config/config_space.h"
 
@@ -17,6 +27,9 @@
 #include <string.h>
 
 #include <jansson.h>
+
+/* Options of one choice of objects (each is a branch of parameters, not a value). */
+#define MAX_OPTIONS 1000
 
 #define PATH_MAX_DEPTH ((int)(sizeof(((struct tunep_cfgpath *)0)->keys) / sizeof(const char *)))
 
@@ -62,6 +75,10 @@ struct pctx {
     tune_space *space;
     size_t name_len;
     char name[TUNEP_SPACE_MAX_NAME + 1]; /* flattened name of the value being parsed */
+    /* inside an option of a choice of objects: parameters added now depend on it */
+    int cond;
+    size_t cond_parent, cond_value;
+    size_t last; /* index of the parameter the last add_param() added or joined */
 };
 
 static const char *type_name(const json_t *v)
@@ -133,17 +150,59 @@ static tune_status nomem(const struct pctx *pc)
                               "out of memory adding parameter '%s'", pc->name);
 }
 
+/*
+ * The parameter of an earlier option of the same choice that this name
+ * joins (a member several options share), or -1.
+ */
+static long shared_member(const struct pctx *pc)
+{
+    if (!pc->cond)
+        return -1;
+    long i = tunep_space_find(pc->space, pc->name);
+    if (i < 0)
+        return -1;
+    const struct tunep_param *q = &pc->space->params[i];
+    return q->n_cond > 0 && q->cond_parent == pc->cond_parent ? i : -1;
+}
+
 /* Adds a checked parameter; name rules were checked at its key by leaf_name_ok(). */
 static tune_status add_param(struct pctx *pc, struct tunep_cfgpath *path, struct tunep_param *p,
                              const char *prim)
 {
     tune_error e;
     p->name = pc->name;
+    long shared = shared_member(pc);
+    if (shared >= 0) {
+        if (!tunep_param_same_dist(&pc->space->params[shared], p))
+            return perr(pc, path, 0, prim, -1,
+                        "options of '%s' give '%s' different values or distributions: give it "
+                        "another name in one of them",
+                        pc->space->params[pc->cond_parent].name, pc->name);
+        tune_status st = tunep_space_condition_add(pc->space, (size_t)shared, pc->cond_parent,
+                                                   pc->cond_value, &e);
+        if (st == TUNE_ENOMEM)
+            return nomem(pc);
+        if (st)
+            return perr(pc, path, 0, prim, -1, "%s", e.text);
+        pc->last = (size_t)shared;
+        return TUNE_OK;
+    }
+    if (pc->cond && p->dist == TUNEP_DIST_GRID)
+        return perr(pc, path, 0, prim, -1,
+                    "grid_search inside an option of a choice is not supported: use choice");
     tune_status st = tunep_space_add(pc->space, p, &e);
     if (st == TUNE_ENOMEM)
         return nomem(pc);
     if (st)
         return perr(pc, path, 0, prim, -1, "%s", e.text);
+    pc->last = pc->space->n - 1;
+    if (pc->cond) {
+        st = tunep_space_condition_add(pc->space, pc->last, pc->cond_parent, pc->cond_value, &e);
+        if (st) {
+            tunep_space_truncate(pc->space, pc->last);
+            return st == TUNE_ENOMEM ? nomem(pc) : perr(pc, path, 0, prim, -1, "%s", e.text);
+        }
+    }
     if (p->dist == TUNEP_DIST_GRID && tunep_space_grid_size(pc->space, 0, &e) == 0) {
         tunep_space_truncate(pc->space, pc->space->n - 1);
         return perr(pc, path, 0, prim, -1, "%s", e.text);
@@ -160,7 +219,7 @@ static tune_status leaf_name_ok(struct pctx *pc, struct tunep_cfgpath *path)
     tune_error e;
     if (pc->name_len == 0)
         st = perr(pc, path, at_key, NULL, -1, "parameter name is empty");
-    else if (tunep_space_name_check(pc->space, pc->name, &e))
+    else if (shared_member(pc) < 0 && tunep_space_name_check(pc->space, pc->name, &e))
         st = perr(pc, path, at_key, NULL, -1, "%s", e.text);
     else if (pc->space->n >= TUNEP_SPACE_MAX_PARAMS)
         st = perr(pc, path, at_key, NULL, -1, "a space holds at most %d parameters",
@@ -317,45 +376,147 @@ static tune_status parse_numeric(struct pctx *pc, struct tunep_cfgpath *path, co
 
 static tune_status parse_value(struct pctx *pc, struct tunep_cfgpath *path, const json_t *v);
 
+/* One member `key` of a group (or of an option), flattened under the group's name. */
+static tune_status parse_member(struct pctx *pc, struct tunep_cfgpath *path, const char *key,
+                                const json_t *v)
+{
+    size_t len0 = pc->name_len, klen = strlen(key);
+    tune_status st;
+    tunep_cfgpath_push_key(path, key);
+    if (path->depth > PATH_MAX_DEPTH - 2) { /* room for a primitive's key and index */
+        st = perr(pc, path, 1, NULL, -1, "parameter groups nest too deeply");
+        tunep_cfgpath_pop(path);
+        return st;
+    }
+    if (klen == 0) {
+        st = perr(pc, path, 1, NULL, -1, "parameter name is empty");
+        tunep_cfgpath_pop(path);
+        return st;
+    }
+    size_t need = len0 + (len0 ? 1 : 0) + klen;
+    if (need > TUNEP_SPACE_MAX_NAME) {
+        st = perr(pc, path, 1, NULL, -1, "parameter name is longer than %d bytes",
+                  TUNEP_SPACE_MAX_NAME);
+        tunep_cfgpath_pop(path);
+        return st;
+    }
+    if (len0)
+        pc->name[len0] = '/';
+    memcpy(pc->name + need - klen, key, klen + 1);
+    pc->name_len = need;
+    st = parse_value(pc, path, v);
+    tunep_cfgpath_pop(path);
+    pc->name_len = len0;
+    pc->name[len0] = '\0';
+    return st;
+}
+
 /* Members of a group object, each flattened under the group's name. */
 static tune_status parse_group(struct pctx *pc, struct tunep_cfgpath *path, const json_t *obj)
 {
     json_t *o = (json_t *)(uintptr_t)obj; /* jansson's iterators take non-const; read only */
-    size_t len0 = pc->name_len;
     for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it)) {
-        const char *key = json_object_iter_key(it);
-        const json_t *v = json_object_iter_value(it); /* borrowed */
-        size_t klen = strlen(key);
-        tunep_cfgpath_push_key(path, key);
-        if (path->depth > PATH_MAX_DEPTH - 2) { /* room for a primitive's key and index */
-            tune_status st = perr(pc, path, 1, NULL, -1, "parameter groups nest too deeply");
-            tunep_cfgpath_pop(path);
-            return st;
-        }
-        if (klen == 0) {
-            tune_status st = perr(pc, path, 1, NULL, -1, "parameter name is empty");
-            tunep_cfgpath_pop(path);
-            return st;
-        }
-        size_t need = len0 + (len0 ? 1 : 0) + klen;
-        if (need > TUNEP_SPACE_MAX_NAME) {
-            tune_status st = perr(pc, path, 1, NULL, -1, "parameter name is longer than %d bytes",
-                                  TUNEP_SPACE_MAX_NAME);
-            tunep_cfgpath_pop(path);
-            return st;
-        }
-        if (len0)
-            pc->name[len0] = '/';
-        memcpy(pc->name + need - klen, key, klen + 1);
-        pc->name_len = need;
-        tune_status st = parse_value(pc, path, v);
-        tunep_cfgpath_pop(path);
-        pc->name_len = len0;
-        pc->name[len0] = '\0';
+        tune_status st = parse_member(pc, path, json_object_iter_key(it),
+                                      json_object_iter_value(it) /* borrowed */);
         if (st)
             return st;
     }
     return TUNE_OK;
+}
+
+/*
+ * The selector of a choice of objects: the first key of the first option that
+ * every option holds with a scalar value, each different. NULL when none.
+ */
+static const char *selector_key(const json_t *arr)
+{
+    const json_t *first = json_array_get(arr, 0);
+    json_t *o = (json_t *)(uintptr_t)first;
+    size_t n = json_array_size(arr);
+    for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it)) {
+        const char *key = json_object_iter_key(it);
+        int ok = 1;
+        for (size_t a = 0; a < n && ok; a++) {
+            struct tunep_value va, vb;
+            const json_t *x = json_object_get(json_array_get(arr, a), key);
+            ok = x && scalar_value(x, &va) == 0;
+            for (size_t b = 0; b < a && ok; b++) {
+                scalar_value(json_object_get(json_array_get(arr, b), key), &vb);
+                ok = !tunep_value_equal(&va, &vb);
+            }
+        }
+        if (ok)
+            return key;
+    }
+    return NULL;
+}
+
+/* A choice whose options are objects: a selector, then each option's members. */
+static tune_status parse_options(struct pctx *pc, struct tunep_cfgpath *path, const json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    for (size_t k = 0; k < n; k++)
+        if (!json_is_object(json_array_get(arr, k)))
+            return perr(pc, path, 0, "choice", (long)k,
+                        "choice mixes objects and other values: make every option an object "
+                        "(conditional parameters) or none");
+    if (n > MAX_OPTIONS) /* selector_key() compares every pair */
+        return perr(pc, path, 0, "choice", -1,
+                    "a choice of objects has %zu options, more than the limit of %d", n,
+                    MAX_OPTIONS);
+    const char *key = selector_key(arr);
+    if (!key)
+        return perr(pc, path, 0, "choice", -1,
+                    "each option of a choice of objects needs a key that names it with a "
+                    "different constant in each, such as \"name\": \"sgd\" and \"name\": \"adam\"");
+    /* The selector: a choice over the options' constants, named after the key. */
+    struct tunep_param p;
+    memset(&p, 0, sizeof p);
+    p.dist = TUNEP_DIST_CHOICE;
+    p.n_values = n;
+    p.values = tunep_calloc(n, sizeof *p.values);
+    if (!p.values)
+        return nomem(pc);
+    for (size_t k = 0; k < n; k++)
+        scalar_value(json_object_get(json_array_get(arr, k), key), &p.values[k]);
+    size_t len0 = pc->name_len, klen = strlen(key);
+    size_t need = len0 + (len0 ? 1 : 0) + klen;
+    tune_status st = TUNE_OK;
+    tunep_cfgpath_push_key(path, "choice");
+    if (need > TUNEP_SPACE_MAX_NAME) {
+        st = perr(pc, path, 0, NULL, -1, "parameter name is longer than %d bytes",
+                  TUNEP_SPACE_MAX_NAME);
+    } else {
+        if (len0)
+            pc->name[len0] = '/';
+        memcpy(pc->name + need - klen, key, klen + 1);
+        pc->name_len = need;
+        st = leaf_name_ok(pc, path);
+        if (!st)
+            st = add_param(pc, path, &p, NULL);
+        pc->name_len = len0;
+        pc->name[len0] = '\0';
+    }
+    tunep_free(p.values);
+    size_t selector = pc->last;
+    int cond0 = pc->cond;
+    size_t parent0 = pc->cond_parent, value0 = pc->cond_value;
+    for (size_t k = 0; k < n && !st; k++) {
+        json_t *o = json_array_get(arr, k); /* borrowed */
+        tunep_cfgpath_push_index(path, (long)k);
+        pc->cond = 1;
+        pc->cond_parent = selector;
+        pc->cond_value = k;
+        for (void *it = json_object_iter(o); it && !st; it = json_object_iter_next(o, it))
+            if (strcmp(json_object_iter_key(it), key) != 0)
+                st = parse_member(pc, path, json_object_iter_key(it), json_object_iter_value(it));
+        tunep_cfgpath_pop(path);
+    }
+    pc->cond = cond0;
+    pc->cond_parent = parent0;
+    pc->cond_value = value0;
+    tunep_cfgpath_pop(path);
+    return st;
 }
 
 static tune_status parse_value(struct pctx *pc, struct tunep_cfgpath *path, const json_t *v)
@@ -371,6 +532,14 @@ static tune_status parse_value(struct pctx *pc, struct tunep_cfgpath *path, cons
                     tune_status st = leaf_name_ok(pc, path);
                     return st ? st : parse_numeric(pc, path, &prims[i], arg);
                 }
+            if (strcmp(key, "choice") == 0 && json_is_array(arg) && json_array_size(arg) > 0 &&
+                json_is_object(json_array_get(arg, 0)))
+                return parse_options(pc, path, arg);
+            if (strcmp(key, "grid_search") == 0 && json_is_array(arg) && json_array_size(arg) > 0 &&
+                json_is_object(json_array_get(arg, 0)))
+                return perr(pc, path, 0, key, 0,
+                            "grid_search over objects is not supported: use choice, which makes "
+                            "each object's members conditional parameters");
             if (strcmp(key, "choice") == 0 || strcmp(key, "grid_search") == 0) {
                 tune_status st = leaf_name_ok(pc, path);
                 if (st)

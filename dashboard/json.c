@@ -26,6 +26,7 @@ static void json_value(struct tunep_buf *b, const struct tunep_value *v)
         case TUNEP_V_INT: tunep_buf_printf(b, "%" PRId64, v->u.i); return;
         case TUNEP_V_STRING: tunep_json_put_string(b, v->u.s ? v->u.s : ""); return;
         case TUNEP_V_BOOL: tunep_buf_puts(b, v->u.b ? "true" : "false"); return;
+        case TUNEP_V_ABSENT: break;
     }
     tunep_buf_puts(b, "null");
 }

@@ -105,6 +105,7 @@ static void put_values(struct tunep_buf *b, size_t n, const struct tunep_value *
                 tunep_buf_append(b, s, len);
                 break;
             }
+            case TUNEP_V_ABSENT: break; /* the kind says it all */
         }
     }
 }
@@ -267,6 +268,7 @@ static int read_trial(struct tune_study *s, struct rd *r, struct tunep_trial_rec
                 v->u.s = str;
                 break;
             }
+            case TUNEP_V_ABSENT: break;
             default: return -1;
         }
     }

@@ -333,6 +333,7 @@ static void fmt_value(char *buf, size_t size, const struct tunep_value *v)
         case TUNEP_V_INT: snprintf(buf, size, "%lld", (long long)v->u.i); return;
         case TUNEP_V_STRING: snprintf(buf, size, "%s", v->u.s); return;
         case TUNEP_V_BOOL: snprintf(buf, size, "%s", v->u.b ? "true" : "false"); return;
+        case TUNEP_V_ABSENT: break;
     }
     buf[0] = '\0';
 }
@@ -539,14 +540,18 @@ static size_t pick_rows(const struct tune_study *s, int max_rows, int64_t best,
     return n;
 }
 
-/* The best trial's parameters as "a=1, b=x", for the best-so-far line. */
+/* The best trial's parameters as "a=1, b=x", for the best-so-far line; absent ones left out. */
 static void best_params(struct tunep_buf *b, const struct tune_study *s,
                         const struct tunep_trial_rec *r)
 {
     char v[128];
+    int first = 1;
     for (size_t i = 0; i < s->n_params; i++) {
+        if (r->values[i].type == TUNEP_V_ABSENT)
+            continue;
         fmt_value(v, sizeof v, &r->values[i]);
-        tunep_buf_printf(b, "%s%s=%s", i ? ", " : ": ", s->param_names[i], v);
+        tunep_buf_printf(b, "%s%s=%s", first ? ": " : ", ", s->param_names[i], v);
+        first = 0;
     }
 }
 

@@ -209,6 +209,7 @@ tune_param_type tune_result_param_type(const tune_result *r, size_t i)
         case TUNEP_V_INT: return TUNE_PARAM_INT;
         case TUNEP_V_STRING: return TUNE_PARAM_STRING;
         case TUNEP_V_BOOL: return TUNE_PARAM_BOOL;
+        case TUNEP_V_ABSENT: break;
     }
     return TUNE_PARAM_TYPE_COUNT;
 }

@@ -81,6 +81,13 @@ static tune_status wrong_type(const char *name, const struct tunep_value *v, con
     return tunep_error_set(err, TUNE_ETYPE, "parameter '%s' is %s, not %s", name, is, wanted);
 }
 
+/* A conditional parameter outside its option reads as one the trial does not have. */
+static tune_status absent(const char *name, tune_error *err)
+{
+    return tunep_error_set(err, TUNE_ENOTFOUND,
+                           "no parameter '%s' in this trial (its option was not chosen)", name);
+}
+
 tune_status tunep_value_get_double(const struct tunep_value *v, const char *name, double *ret,
                                    tune_error *err)
 {
@@ -89,6 +96,7 @@ tune_status tunep_value_get_double(const struct tunep_value *v, const char *name
         case TUNEP_V_INT: *ret = (double)v->u.i; return TUNE_OK;
         case TUNEP_V_BOOL: *ret = v->u.b ? 1.0 : 0.0; return TUNE_OK;
         case TUNEP_V_STRING: break;
+        case TUNEP_V_ABSENT: return absent(name, err);
     }
     return wrong_type(name, v, "a number", err);
 }
@@ -106,6 +114,7 @@ tune_status tunep_value_get_int(const struct tunep_value *v, const char *name, i
             }
             break;
         case TUNEP_V_STRING: break;
+        case TUNEP_V_ABSENT: return absent(name, err);
     }
     return wrong_type(name, v, "an integer", err);
 }
@@ -113,6 +122,8 @@ tune_status tunep_value_get_int(const struct tunep_value *v, const char *name, i
 tune_status tunep_value_get_string(const struct tunep_value *v, const char *name, const char **ret,
                                    tune_error *err)
 {
+    if (v->type == TUNEP_V_ABSENT)
+        return absent(name, err);
     if (v->type != TUNEP_V_STRING)
         return wrong_type(name, v, "a string", err);
     *ret = v->u.s;
@@ -122,6 +133,8 @@ tune_status tunep_value_get_string(const struct tunep_value *v, const char *name
 tune_status tunep_value_get_bool(const struct tunep_value *v, const char *name, int *ret,
                                  tune_error *err)
 {
+    if (v->type == TUNEP_V_ABSENT)
+        return absent(name, err);
     if (v->type != TUNEP_V_BOOL)
         return wrong_type(name, v, "a boolean", err);
     *ret = v->u.b;

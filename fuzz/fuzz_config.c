@@ -84,6 +84,7 @@ static int same_value(const struct tunep_value *a, const struct tunep_value *b)
         case TUNEP_V_INT: return a->u.i == b->u.i;
         case TUNEP_V_STRING: return strcmp(a->u.s, b->u.s) == 0;
         case TUNEP_V_BOOL: return a->u.b == b->u.b;
+        case TUNEP_V_ABSENT: return 1;
     }
     return 0;
 }
@@ -158,8 +159,13 @@ static void check_samples(const tune_study *s)
         gsl_rng *r = k < 2 ? edge_rng : real_rng;
         gsl_rng_set(r, k == 0 ? 0 : k == 1 ? 1 : (unsigned long)s->cfg.seed);
         tunep_space_sample(space, r, points[k], s->expand_choices, values);
-        for (size_t i = 0; i < n; i++)
-            check_value(&space->params[i], &values[i]);
+        for (size_t i = 0; i < n; i++) {
+            /* A conditional parameter is absent exactly when its condition fails. */
+            int present = tunep_space_present(space, i, values);
+            FUZZ_CHECK(present == (values[i].type != TUNEP_V_ABSENT));
+            if (present)
+                check_value(&space->params[i], &values[i]);
+        }
         char *json = tunep_values_json(n, names, values);
         FUZZ_CHECK(json != NULL);
         tunep_free(json);

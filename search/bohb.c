@@ -225,7 +225,10 @@ tune_status tunep_bohb_new(const tune_space *space, const struct tunep_tpe_confi
 {
     /* Let TPE refuse what it cannot search (a grid_search axis) up front. */
     struct tunep_searcher *probe = NULL;
-    tune_status st = tunep_tpe_new(space, c, seed, &probe, err);
+    tune_status st = tunep_space_refuse_conditional(space, "bohb", err);
+    if (st)
+        return st;
+    st = tunep_tpe_new(space, c, seed, &probe, err);
     if (st)
         return st;
     tunep_searcher_free(probe);

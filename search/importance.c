@@ -23,6 +23,10 @@
  * interaction. Each is divided by the tree's total variance, and the
  * fractions are averaged over the trees whose prediction is not constant.
  *
+ * Conditional parameters are left out (importance NaN, as for constants):
+ * they have no value in the trials of other options, and Optuna's evaluators
+ * too keep only the parameters that every trial has.
+ *
  * Deterministic: one generator (tunep_rng_xoshiro256) seeded with the
  * config's seed draws every tree's bootstrap sample and feature order, in
  * tree order.
@@ -46,6 +50,7 @@ struct data {
     double *y;     /* [n]: centred on its mean */
     int *n_cat;    /* [d]: categories of a categorical feature, 0 for an ordered one */
     size_t *param; /* [d]: the feature's parameter index in the space */
+    size_t *unit;  /* [d]: the feature's coordinate in tunep_values_to_unit()'s vector */
 };
 
 /* ---- one tree ---------------------------------------------------------------- */
@@ -631,7 +636,10 @@ tune_status tunep_importance_fanova(const tune_space *space, const struct tunep_
 
     tune_status rs = TUNE_ENOMEM;
     struct tunep_importance out = {.n_params = space->n, .n_trials = n_ok};
-    struct data D = {.n = n_ok, .d = tunep_unit_dims(space)};
+    size_t n_unit = tunep_unit_dims(space), n_cond = 0;
+    for (size_t i = 0; i < space->n; i++)
+        n_cond += space->params[i].n_cond > 0 && space->params[i].dist != TUNEP_DIST_CONST;
+    struct data D = {.n = n_ok, .d = n_unit - n_cond};
     struct tree t = {0};
     struct boxes bx = {0};
     struct acc *acc = NULL;
@@ -648,14 +656,15 @@ tune_status tunep_importance_fanova(const tune_space *space, const struct tunep_
     D.y = tunep_malloc(n_ok * sizeof *D.y);
     D.n_cat = tunep_calloc(d + 1, sizeof *D.n_cat);
     D.param = tunep_calloc(d + 1, sizeof *D.param);
-    u = tunep_malloc((d + 1) * sizeof *u);
+    D.unit = tunep_calloc(d + 1, sizeof *D.unit);
+    u = tunep_malloc((n_unit + 1) * sizeof *u);
     idx = tunep_malloc(n_ok * sizeof *idx);
     g.sorted = tunep_malloc(n_ok * sizeof *g.sorted);
     g.scratch = tunep_malloc(n_ok * sizeof *g.scratch);
     g.order = tunep_malloc((d + 1) * sizeof *g.order);
     v_main = tunep_malloc((d + 1) * sizeof *v_main);
-    if (!out.importance || !out.sd || !D.x || !D.y || !D.n_cat || !D.param || !u || !idx ||
-        !g.sorted || !g.scratch || !g.order || !v_main)
+    if (!out.importance || !out.sd || !D.x || !D.y || !D.n_cat || !D.param || !D.unit || !u ||
+        !idx || !g.sorted || !g.scratch || !g.order || !v_main)
         goto fail;
     if (c->pairs && d >= 2 && d <= TUNEP_IMPORTANCE_MAX_PAIR_PARAMS)
         n_pairs = d * (d - 1) / 2;
@@ -666,10 +675,15 @@ tune_status tunep_importance_fanova(const tune_space *space, const struct tunep_
         goto fail;
 
     /* The features, and the observations in their coordinates. */
-    for (size_t i = 0, f = 0; i < space->n; i++) {
+    for (size_t i = 0, f = 0, ui = 0; i < space->n; i++) {
         const struct tunep_param *p = &space->params[i];
         if (p->dist == TUNEP_DIST_CONST)
             continue;
+        if (p->n_cond > 0) {
+            ui++;
+            continue;
+        }
+        D.unit[f] = ui++;
         D.param[f] = i;
         if ((p->dist == TUNEP_DIST_CHOICE || p->dist == TUNEP_DIST_GRID) && p->n_values >= 2 &&
             p->n_values <= TUNEP_IMPORTANCE_MAX_CATEGORIES)
@@ -682,7 +696,7 @@ tune_status tunep_importance_fanova(const tune_space *space, const struct tunep_
             continue;
         tunep_values_to_unit(space, configs + i * space->n, u);
         for (size_t f = 0; f < d; f++) {
-            double x = u[f];
+            double x = u[D.unit[f]];
             if (D.n_cat[f]) {
                 x = floor(x * D.n_cat[f]);
                 x = x < 0 ? 0 : x >= D.n_cat[f] ? D.n_cat[f] - 1 : x;
@@ -784,6 +798,7 @@ fail:
     tunep_free(D.y);
     tunep_free(D.n_cat);
     tunep_free(D.param);
+    tunep_free(D.unit);
     tunep_free(u);
     tunep_free(idx);
     tunep_free(g.sorted);

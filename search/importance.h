@@ -55,7 +55,8 @@ struct tunep_importance_pair {
 
 struct tunep_importance {
     size_t n_params;    /* the space's parameters */
-    double *importance; /* [n_params] main-effect variance fractions; NaN for constants */
+    double *importance; /* [n_params] main-effect variance fractions; NaN for constants and
+                         * conditional parameters */
     double *sd;         /* [n_params] their standard deviations over the trees; NaN for constants */
     size_t n_pairs;     /* every pair of varying parameters, or 0 (pairs off, or more than
                          * TUNEP_IMPORTANCE_MAX_PAIR_PARAMS varying parameters) */

@@ -135,6 +135,14 @@ void tunep_gp_config_default(struct tunep_gp_config *c);
 void tunep_qmc_config_default(struct tunep_qmc_config *c);
 void tunep_nsga2_config_default(struct tunep_nsga2_config *c);
 
+/*
+ * TUNE_ECONFIG naming the first conditional parameter of space, for a
+ * searcher that models every parameter in every trial; TUNE_OK when there is
+ * none.
+ */
+tune_status tunep_space_refuse_conditional(const tune_space *space, const char *searcher,
+                                           tune_error *err);
+
 static inline void tunep_searcher_free(struct tunep_searcher *s)
 {
     if (s)
@@ -152,7 +160,7 @@ static inline void tunep_searcher_free(struct tunep_searcher *s)
  * position (floats).
  */
 size_t tunep_unit_dims(const tune_space *space); /* non-constant parameters */
-/* TUNE_ECONFIG for grid axes (named in err). */
+/* TUNE_ECONFIG for grid axes and conditional parameters (named in err). */
 tune_status tunep_unit_check(const tune_space *space, const char *searcher, tune_error *err);
 void tunep_unit_to_values(const tune_space *space, const double *u, struct tunep_value *out);
 void tunep_values_to_unit(const tune_space *space, const struct tunep_value *v, double *u);

@@ -10,9 +10,11 @@
  * multiples of q (Ray may return values outside [low, high] otherwise), and
  * float draws are clamped into their documented interval against rounding.
  * Invariants: a parameter in a space has passed tunep_space_check(); sampling
- * draws exactly one gsl_rng_uniform (or one gsl_ran_gaussian) per random
- * parameter, in space order, so a trial's stream does not depend on which
- * parameters are grid axes; grid axes vary first-fastest, as Ray's grid.
+ * draws exactly one gsl_rng_uniform (or one gsl_ran_gaussian) per present
+ * random parameter, in space order, so a trial's stream does not depend on
+ * which parameters are grid axes; grid axes vary first-fastest, as Ray's grid.
+ * A conditional parameter comes after its selector and is present when the
+ * selector is present and has one of its condition's values.
  */
 #include "space.h"
 
@@ -52,6 +54,7 @@ const char *tunep_vtype_name(enum tunep_vtype t)
         case TUNEP_V_INT: return "int";
         case TUNEP_V_STRING: return "str";
         case TUNEP_V_BOOL: return "bool";
+        case TUNEP_V_ABSENT: return "absent";
     }
     return "unknown";
 }
@@ -262,6 +265,7 @@ static void param_done(struct tunep_param *p)
                 tunep_free((void *)(uintptr_t)p->values[i].u.s);
         tunep_free(p->values);
     }
+    tunep_free(p->cond_values);
     tunep_free(p->name);
     memset(p, 0, sizeof *p);
 }
@@ -273,9 +277,18 @@ static tune_status param_copy(struct tunep_param *dst, const struct tunep_param 
     p.name = NULL;
     p.values = NULL;
     p.n_values = 0;
+    p.cond_values = NULL;
+    p.n_cond = 0;
     p.name = tunep_strdup(src->name);
     if (!p.name)
         return TUNE_ENOMEM;
+    if (src->n_cond > 0) {
+        p.cond_values = tunep_malloc(src->n_cond * sizeof *p.cond_values);
+        if (!p.cond_values)
+            goto nomem;
+        memcpy(p.cond_values, src->cond_values, src->n_cond * sizeof *p.cond_values);
+        p.n_cond = src->n_cond;
+    }
     if (src->n_values > 0) {
         p.values = tunep_calloc(src->n_values, sizeof *p.values);
         if (!p.values)
@@ -322,7 +335,8 @@ static double number_of(const struct tunep_value *v)
         case TUNEP_V_DOUBLE: return v->u.d;
         case TUNEP_V_INT: return (double)v->u.i;
         case TUNEP_V_BOOL: return v->u.b ? 1.0 : 0.0;
-        case TUNEP_V_STRING: break;
+        case TUNEP_V_STRING:
+        case TUNEP_V_ABSENT: break;
     }
     return (double)NAN;
 }
@@ -413,6 +427,17 @@ tune_status tunep_space_add(tune_space *space, const struct tunep_param *p, tune
     tune_status st = tunep_space_check(p, NULL, err);
     if (st)
         return st;
+    if (p->n_cond > 0) {
+        const struct tunep_param *parent =
+            p->cond_parent < space->n ? &space->params[p->cond_parent] : NULL;
+        if (!parent || parent->dist != TUNEP_DIST_CHOICE || !p->cond_values)
+            return tunep_error_set(err, TUNE_EINVAL,
+                                   "'%s': a condition needs an earlier choice parameter", p->name);
+        for (size_t k = 0; k < p->n_cond; k++)
+            if (p->cond_values[k] >= parent->n_values)
+                return tunep_error_set(err, TUNE_EINVAL, "'%s': condition value %zu out of range",
+                                       p->name, p->cond_values[k]);
+    }
     if (space->n == space->cap) {
         size_t cap = space->cap ? 2 * space->cap : 8;
         struct tunep_param *np =
@@ -470,7 +495,8 @@ nomem:
 
 static int is_axis(const struct tunep_param *p, int expand_choices)
 {
-    return p->dist == TUNEP_DIST_GRID || (expand_choices && p->dist == TUNEP_DIST_CHOICE);
+    return p->dist == TUNEP_DIST_GRID ||
+           (expand_choices && p->dist == TUNEP_DIST_CHOICE && p->n_cond == 0);
 }
 
 uint64_t tunep_space_grid_size(const tune_space *space, int expand_choices, tune_error *err)
@@ -733,7 +759,9 @@ void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index
     uint64_t g = grid_index;
     for (size_t i = 0; i < space->n; i++) {
         const struct tunep_param *p = &space->params[i];
-        if (is_axis(p, expand_choices)) {
+        if (p->n_cond > 0 && !tunep_space_present(space, i, out)) {
+            out[i].type = TUNEP_V_ABSENT;
+        } else if (is_axis(p, expand_choices)) {
             out[i] = p->values[g % p->n_values];
             g /= p->n_values;
         } else if (p->dist == TUNEP_DIST_CONST) {
@@ -742,4 +770,92 @@ void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index
             draw(p, r, &out[i]);
         }
     }
+}
+
+/* ---- conditions ----------------------------------------------------------- */
+
+int tunep_value_equal(const struct tunep_value *a, const struct tunep_value *b)
+{
+    if (a->type != b->type)
+        return 0;
+    switch (a->type) {
+        case TUNEP_V_DOUBLE: return a->u.d == b->u.d;
+        case TUNEP_V_INT: return a->u.i == b->u.i;
+        case TUNEP_V_BOOL: return (a->u.b != 0) == (b->u.b != 0);
+        case TUNEP_V_STRING: return strcmp(a->u.s, b->u.s) == 0;
+        case TUNEP_V_ABSENT: return 1;
+    }
+    return 0;
+}
+
+int tunep_param_same_dist(const struct tunep_param *a, const struct tunep_param *b)
+{
+    if (a->dist != b->dist || a->n_values != b->n_values)
+        return 0;
+    if (a->n_values > 0) {
+        for (size_t k = 0; k < a->n_values; k++)
+            if (!tunep_value_equal(&a->values[k], &b->values[k]))
+                return 0;
+        return 1;
+    }
+    return a->lo == b->lo && a->hi == b->hi && a->q == b->q && a->base == b->base &&
+           a->ilo == b->ilo && a->ihi == b->ihi && a->iq == b->iq;
+}
+
+tune_status tunep_space_condition_add(tune_space *space, size_t i, size_t parent, size_t value,
+                                      tune_error *err)
+{
+    if (!space || i >= space->n || parent >= i)
+        return tunep_error_set(err, TUNE_EINVAL, "condition: no such parameter");
+    struct tunep_param *p = &space->params[i];
+    const struct tunep_param *pp = &space->params[parent];
+    if (pp->dist != TUNEP_DIST_CHOICE || value >= pp->n_values)
+        return tunep_error_set(err, TUNE_ECONFIG, "'%s' depends on '%s', which is not a choice",
+                               p->name, pp->name);
+    if (p->n_cond > 0 && p->cond_parent != parent)
+        return tunep_error_set(err, TUNE_ECONFIG, "'%s' already depends on '%s', not on '%s'",
+                               p->name, space->params[p->cond_parent].name, pp->name);
+    for (size_t k = 0; k < p->n_cond; k++)
+        if (p->cond_values[k] == value)
+            return TUNE_OK;
+    size_t *nv =
+        tunep_realloc(p->cond_values, p->n_cond * sizeof *nv, (p->n_cond + 1) * sizeof *nv);
+    if (!nv)
+        return tunep_error_set(err, TUNE_ENOMEM, "out of memory adding a condition to '%s'",
+                               p->name);
+    nv[p->n_cond] = value;
+    p->cond_values = nv;
+    p->cond_parent = parent;
+    p->n_cond++;
+    return TUNE_OK;
+}
+
+long tunep_space_first_conditional(const tune_space *space)
+{
+    for (size_t i = 0; space && i < space->n; i++)
+        if (space->params[i].n_cond > 0)
+            return (long)i;
+    return -1;
+}
+
+int tunep_space_present(const tune_space *space, size_t i, const struct tunep_value *values)
+{
+    const struct tunep_param *p = &space->params[i];
+    if (p->n_cond == 0)
+        return 1;
+    const struct tunep_value *v = &values[p->cond_parent];
+    if (v->type == TUNEP_V_ABSENT)
+        return 0;
+    const struct tunep_param *parent = &space->params[p->cond_parent];
+    for (size_t k = 0; k < p->n_cond; k++)
+        if (tunep_value_equal(&parent->values[p->cond_values[k]], v))
+            return 1;
+    return 0;
+}
+
+void tunep_space_mask(const tune_space *space, struct tunep_value *values)
+{
+    for (size_t i = 0; space && i < space->n; i++)
+        if (!tunep_space_present(space, i, values))
+            values[i].type = TUNEP_V_ABSENT;
 }

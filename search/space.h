@@ -27,6 +27,7 @@ enum tunep_vtype {
     TUNEP_V_INT = 1,
     TUNEP_V_STRING = 2,
     TUNEP_V_BOOL = 3,
+    TUNEP_V_ABSENT = 4, /* a conditional parameter outside its option: no value */
 };
 
 /* A parameter value. Strings are borrowed from the space that produced them. */
@@ -73,6 +74,14 @@ struct tunep_param {
     int64_t ilo, ihi, iq;
     size_t n_values;
     struct tunep_value *values; /* owned, strings owned */
+    /*
+     * Condition (n_cond == 0: always present): present when parameter
+     * cond_parent (a choice earlier in the space) is present and has one of
+     * the values cond_parent.values[cond_values[k]], k < n_cond.
+     */
+    size_t cond_parent;
+    size_t n_cond;
+    size_t *cond_values; /* owned */
 };
 
 struct tune_space {
@@ -110,17 +119,20 @@ tune_status tunep_space_name_check(const tune_space *space, const char *name, tu
 
 /*
  * Number of grid points: the product of the sizes of the grid axes (1 when
- * there are none). When expand_choices is set, choice parameters count as grid
- * axes too (the "grid" search algorithm). Returns 0 and sets err when the
+ * there are none). When expand_choices is set, unconditional choice
+ * parameters count as grid axes too (the "grid" search algorithm); a
+ * conditional choice is drawn at random within its option. Returns 0 and sets err when the
  * product exceeds TUNEP_SPACE_MAX_GRID.
  */
 uint64_t tunep_space_grid_size(const tune_space *space, int expand_choices, tune_error *err);
 
 /*
- * Draws one configuration into out[space->n]. Grid axes (and choices, when
- * expand_choices) take their value from grid_index, the first axis varying
- * fastest; every other parameter is drawn from r, in space order. Strings in
- * out are borrowed from the space.
+ * Draws one configuration into out[space->n]. Grid axes (and unconditional
+ * choices, when expand_choices) take their value from grid_index, the first
+ * axis varying fastest; every other parameter is drawn from r, in space order.
+ * A conditional parameter whose condition fails is TUNEP_V_ABSENT and draws
+ * nothing (as Ray's variant generator, which samples the chosen option's
+ * members only). Strings in out are borrowed from the space.
  */
 void tunep_space_sample(const tune_space *space, gsl_rng *r, uint64_t grid_index,
                         int expand_choices, struct tunep_value *out);
@@ -161,6 +173,37 @@ enum tunep_arg {
  */
 tune_status tunep_space_check(const struct tunep_param *p, enum tunep_arg *ret_arg,
                               tune_error *err);
+
+/*
+ * Makes parameter i present only when parameter parent (a choice before i)
+ * has value parent.values[value] as well: the first call sets the condition,
+ * later ones with the same parent add a value (a member that several options
+ * share). TUNE_ECONFIG for a parent that is not an earlier choice, a value out
+ * of range, or a different parent than the condition i has. TUNE_ENOMEM.
+ */
+tune_status tunep_space_condition_add(tune_space *space, size_t i, size_t parent, size_t value,
+                                      tune_error *err);
+
+/* The index of the first conditional parameter, or -1 when the space has none. */
+long tunep_space_first_conditional(const tune_space *space);
+
+/*
+ * Whether parameter i is present in a configuration whose parameters before
+ * i are values[0..i-1] (its condition holds).
+ */
+int tunep_space_present(const tune_space *space, size_t i, const struct tunep_value *values);
+
+/* Sets every parameter whose condition fails to TUNEP_V_ABSENT, in space order. */
+void tunep_space_mask(const tune_space *space, struct tunep_value *values);
+
+/* Same kind and value (strings by content; an absent value equals an absent one). */
+int tunep_value_equal(const struct tunep_value *a, const struct tunep_value *b);
+
+/*
+ * Whether two parameters draw the same way: distribution, bounds and values
+ * (names and conditions aside).
+ */
+int tunep_param_same_dist(const struct tunep_param *a, const struct tunep_param *b);
 
 /* Frees the parameters from index n on and shrinks the space to n (n >= size: no-op). */
 void tunep_space_truncate(tune_space *space, size_t n);

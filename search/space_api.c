@@ -171,6 +171,7 @@ static tune_status add_values(tune_space *s, const char *name, enum tunep_dist d
                 case TUNEP_V_INT: p.values[i].u.i = ((const int64_t *)values)[i]; break;
                 case TUNEP_V_STRING: p.values[i].u.s = ((const char *const *)values)[i]; break;
                 case TUNEP_V_BOOL: p.values[i].u.b = ((const int *)values)[i] != 0; break;
+                case TUNEP_V_ABSENT: break;
             }
         }
     }

@@ -21,6 +21,11 @@
  * widens the bounds by step/2), choices by Optuna's categorical kernel.
  * multivariate = 1 is Optuna's multivariate TPE: one component index across
  * all dimensions, Scott-rule widths 0.2 n^(-1/(d+4)) * range.
+ * Conditional parameters are sampled independently, as Optuna's univariate
+ * TPE: the split into below and above is over all trials, and each
+ * parameter's estimators hold the members where it was present; a
+ * suggestion draws every parameter, then drops those whose option was not
+ * chosen (tunep_space_mask).
  * The estimators are Optuna 3.1's to the last quirk: equal values get their
  * widths in numpy's argsort order (numpy_argsort below), and two quirks that
  * later versions changed are kept on purpose: the truncated normal's
@@ -193,7 +198,8 @@ static int value_number(const struct tunep_value *v, double *ret)
         case TUNEP_V_DOUBLE: *ret = v->u.d; return isfinite(v->u.d);
         case TUNEP_V_INT: *ret = (double)v->u.i; return 1;
         case TUNEP_V_BOOL: *ret = v->u.b ? 1.0 : 0.0; return 1;
-        case TUNEP_V_STRING: break;
+        case TUNEP_V_STRING:
+        case TUNEP_V_ABSENT: break;
     }
     return 0;
 }
@@ -207,6 +213,7 @@ static int value_equal(const struct tunep_value *a, const struct tunep_value *b)
         case TUNEP_V_INT: return a->u.i == b->u.i;
         case TUNEP_V_BOOL: return (a->u.b != 0) == (b->u.b != 0);
         case TUNEP_V_STRING: return strcmp(a->u.s, b->u.s) == 0;
+        case TUNEP_V_ABSENT: break;
     }
     return 0;
 }
@@ -1281,6 +1288,7 @@ static tune_status tpe_suggest(struct tunep_searcher *s, int64_t id, gsl_rng *r,
     } else {
         for (size_t j = 0; j < t->d; j++)
             suggest_dim(t, j, r, out);
+        tunep_space_mask(space, out); /* conditional parameters outside the chosen option */
     }
     return TUNE_OK;
 }
@@ -1388,6 +1396,11 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
         if (p->dist == TUNEP_DIST_GRID)
             return tunep_error_set(err, TUNE_ECONFIG,
                                    "tpe cannot search a grid_search axis ('%s'): use choice",
+                                   p->name);
+        if (p->n_cond > 0 && c->multivariate)
+            return tunep_error_set(err, TUNE_ECONFIG,
+                                   "multivariate tpe cannot model conditional parameters ('%s'): "
+                                   "set \"multivariate\": false",
                                    p->name);
         d += p->dist != TUNEP_DIST_CONST;
         if (p->dist == TUNEP_DIST_CHOICE && p->n_values > cats)

@@ -41,7 +41,20 @@ tune_status tunep_unit_check(const tune_space *space, const char *searcher, tune
                                    "'%s' is a grid_search axis, which the '%s' search algorithm "
                                    "cannot use (make it a choice)",
                                    space->params[i].name, searcher ? searcher : "?");
-    return TUNE_OK;
+    return tunep_space_refuse_conditional(space, searcher, err);
+}
+
+tune_status tunep_space_refuse_conditional(const tune_space *space, const char *searcher,
+                                           tune_error *err)
+{
+    long i = tunep_space_first_conditional(space);
+    if (i < 0)
+        return TUNE_OK;
+    const struct tunep_param *p = &space->params[i];
+    return tunep_error_set(err, TUNE_ECONFIG,
+                           "search algorithm \"%s\" cannot search conditional parameters ('%s' "
+                           "exists only for some values of '%s'): use \"tpe\" or \"random\"",
+                           searcher ? searcher : "?", p->name, space->params[p->cond_parent].name);
 }
 
 void tunep_unit_to_values(const tune_space *space, const double *u, struct tunep_value *out)
@@ -69,7 +82,8 @@ static double as_double(const struct tunep_value *v)
         case TUNEP_V_DOUBLE: return v->u.d;
         case TUNEP_V_INT: return (double)v->u.i;
         case TUNEP_V_BOOL: return v->u.b ? 1.0 : 0.0;
-        case TUNEP_V_STRING: break;
+        case TUNEP_V_STRING:
+        case TUNEP_V_ABSENT: break;
     }
     return (double)NAN;
 }
@@ -234,6 +248,6 @@ void tunep_values_to_unit(const tune_space *space, const struct tunep_value *v, 
 {
     size_t j = 0;
     for (size_t i = 0; i < space->n; i++)
-        if (space->params[i].dist != TUNEP_DIST_CONST)
-            u[j++] = value_to_unit(&space->params[i], &v[i]);
+        if (space->params[i].dist != TUNEP_DIST_CONST) /* absent: the middle, as a stranger */
+            u[j++] = v[i].type == TUNEP_V_ABSENT ? 0.5 : value_to_unit(&space->params[i], &v[i]);
 }

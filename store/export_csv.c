@@ -72,6 +72,7 @@ static void put_value(struct tunep_buf *b, const struct tunep_value *v)
         case TUNEP_V_INT: put_int(b, v->u.i); break;
         case TUNEP_V_STRING: tunep_csv_field(b, v->u.s); break;
         case TUNEP_V_BOOL: tunep_buf_puts(b, v->u.b ? "True" : "False"); break;
+        case TUNEP_V_ABSENT: break; /* an empty cell */
     }
 }
 

@@ -1179,6 +1179,11 @@ static tune_status bind_values(struct tunep_store *st, sqlite3_stmt *s, int64_t 
                 sqlite3_bind_text(s, k, v->u.s ? v->u.s : "", -1, SQLITE_STATIC);
                 break;
             case TUNEP_V_BOOL: sqlite3_bind_int(s, k, v->u.b != 0); break;
+            case TUNEP_V_ABSENT: /* a conditional parameter outside its option */
+                sqlite3_bind_null(s, k++);
+                if (st->params[i].type_column)
+                    sqlite3_bind_null(s, k++);
+                continue;
             default:
                 return tunep_error_set_at(err, TUNE_EINVAL, st->path, 0, 0,
                                           "store: trial %lld: parameter '%s' has kind %d",
@@ -1755,6 +1760,10 @@ static void read_value(const struct store_param *p, sqlite3_stmt *q, int k, stru
 {
     int ctype = sqlite3_column_type(q, k);
     enum ptype kind = p->type;
+    if (ctype == SQLITE_NULL) { /* a conditional parameter outside its option */
+        v->type = TUNEP_V_ABSENT;
+        return;
+    }
     if (kind == PT_MIXED) {
         enum ptype fallback = ctype == SQLITE_INTEGER ? PT_INT
                               : ctype == SQLITE_TEXT  ? PT_STR
@@ -1776,7 +1785,7 @@ static void read_value(const struct store_param *p, sqlite3_stmt *q, int k, stru
             v->u.s = t ? t : "";
             break;
         }
-        default: /* a float; a missing value (NULL) reads as NaN */
+        default: /* a float */
             v->type = TUNEP_V_DOUBLE;
             v->u.d = column_real(q, k);
             break;

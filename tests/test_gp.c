@@ -158,6 +158,7 @@ static int same(const struct tunep_value *a, const struct tunep_value *b)
         case TUNEP_V_INT: return a->u.i == b->u.i;
         case TUNEP_V_STRING: return strcmp(a->u.s, b->u.s) == 0;
         case TUNEP_V_BOOL: return a->u.b == b->u.b;
+        case TUNEP_V_ABSENT: return 1;
     }
     return 0;
 }

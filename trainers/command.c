@@ -146,6 +146,15 @@ int tunep_command_expand(const char *tmpl, tunep_placeholder_fn lookup, void *ud
     return 0;
 }
 
+/*
+ * Validation checks that every placeholder names a parameter or a built-in, so
+ * one without a value at run time is a conditional parameter of an option the
+ * trial did not choose.
+ */
+#define ABSENT_PLACEHOLDER                                                                         \
+    "'{%s}' has no value in this trial (a conditional parameter of an option not chosen; "         \
+    "TUNE_TRIAL_PARAMS holds the present ones)"
+
 /* The trial's value of a placeholder, formatted as in TUNE_TRIAL_PARAMS. */
 static int trial_placeholder(void *ud, const char *name, struct tunep_buf *out)
 {
@@ -1140,7 +1149,8 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
         int e = tunep_command_expand(cfg->argv.v[i], trial_placeholder, t, &b, bad, sizeof bad);
         argv[i] = tunep_buf_take(&b);
         if (e) {
-            tune_trial_set_error(t, "trainer.argv[%zu]: unknown placeholder '{%s}'", i, bad);
+            /* Validation accepted every placeholder: this one is an absent parameter. */
+            tune_trial_set_error(t, "trainer.argv[%zu]: " ABSENT_PLACEHOLDER, i, bad);
             return -1;
         }
         if (!argv[i])
@@ -1167,8 +1177,7 @@ static int prepare(struct run *r, char ***ret_argv, char ***ret_extra, size_t *r
         int e = tunep_command_expand(cfg->env.values[i], trial_placeholder, t, &b, bad, sizeof bad);
         extra[n] = tunep_buf_take(&b);
         if (e) {
-            tune_trial_set_error(t, "trainer.env.%s: unknown placeholder '{%s}'", cfg->env.names[i],
-                                 bad);
+            tune_trial_set_error(t, "trainer.env.%s: " ABSENT_PLACEHOLDER, cfg->env.names[i], bad);
             return -1;
         }
         if (!extra[n])
