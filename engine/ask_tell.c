@@ -201,7 +201,7 @@ static tune_status not_open(const struct tunep_trial_rec *rec, tune_error *err)
         case TUNE_TRIAL_PENDING: why = "it waits for another attempt: an ask hands it out"; break;
         case TUNE_TRIAL_PAUSED: why = "the scheduler paused it: an ask hands it out again"; break;
         case TUNE_TRIAL_RUNNING: why = "it runs in another study of this process"; break;
-        default: why = "it was told already"; break;
+        default: why = "it has ended"; break;
     }
     return tunep_error_set(err, TUNE_EINVAL, "trial %lld is not open (%s): %s", (long long)rec->id,
                            tune_trial_status_name(rec->status), why);

@@ -7,6 +7,8 @@
 #   model each call rebuilds from the store);
 # - trials asked and not told stay open between processes (two asks before
 #   their tells, told in the other order);
+# - `tune step` reports intermediate values under ASHA ('prune' exits 3 and
+#   ends the trial as the scheduler decided): rows equal tune run's;
 # - an ask past num_samples exits 3; a tell of an unknown trial, of a told
 #   one, or with bad options exits 2 with a clear message;
 # - failed (retried up to max_failures, then ERROR with the reason) and
@@ -98,6 +100,61 @@ for search in '{"algorithm": "random"}' '{"algorithm": "tpe", "n_startup_trials"
         fail "$label: results.csv differs from tune run's"
 done
 
+# Intermediate values with `tune step` under ASHA: 'prune' ends the trial as
+# the scheduler decided; the others are told complete without a value. The
+# same rows as `tune run` whose program reports the same four values.
+cat >"$tmp/steps.sh" <<'SH'
+#!/bin/sh
+for i in 1 2 3 4; do
+    echo "tune-report {\"score\": $(awk -v x="$1" -v i=$i 'BEGIN { printf "%.17g", x * i }')}"
+done
+SH
+chmod +x "$tmp/steps.sh"
+for kind in ask run; do
+    trainer=""
+    [ $kind = run ] && trainer=", \"trainer\": {\"type\": \"command\", \"argv\": [\"$tmp/steps.sh\", \"{x}\"]}"
+    echo "{\"name\": \"steps\", \"metric\": \"score\", \"mode\": \"max\", \"num_samples\": 8,
+      \"seed\": 5, \"max_concurrent_trials\": 1, \"param_space\": {\"x\": {\"uniform\": [0, 1]}},
+      \"scheduler\": {\"type\": \"asha\", \"max_t\": 8, \"grace_period\": 1,
+                    \"reduction_factor\": 2} $trainer}" >"$tmp/steps_$kind.json"
+done
+"$tune" run "$tmp/steps_run.json" --storage "$tmp/steps_run" --quiet >"$tmp/run.out" 2>&1 ||
+    fail "steps: tune run: $(cat "$tmp/run.out")"
+sd="$tmp/steps_ask" bad="" pruned=0
+while line=$("$tune" ask "$sd" --config "$tmp/steps_ask.json" 2>/dev/null); do
+    id=$(printf '%s\n' "$line" | sed -E 's/.*"trial_id": ?([0-9]+).*/\1/')
+    x=$(printf '%s\n' "$line" | sed -E 's/.*"x": ?([^,}]+).*/\1/')
+    stopped=0
+    for i in 1 2 3 4; do
+        answer=$("$tune" step "$sd" "$id" --value "$(awk -v x="$x" -v i=$i 'BEGIN { printf "%.17g", x * i }')")
+        code=$?
+        if [ $code = 3 ] && [ "$answer" = prune ]; then
+            stopped=1 pruned=$((pruned + 1))
+            break
+        fi
+        [ $code = 0 ] && [ "$answer" = continue ] || bad="step $id $i: exit $code '$answer'"
+    done
+    [ $stopped = 1 ] || "$tune" tell "$sd" "$id" 2>"$tmp/err" || bad="tell $id: $(cat "$tmp/err")"
+done
+[ -z "$bad" ] && [ $pruned -gt 0 ] && ok "tune step: $pruned of 8 trials pruned by ASHA" ||
+    fail "steps: $bad (pruned $pruned)"
+python3 - "$sd" "$tmp/steps_run" <<'PY' && ok "tune step: results and progress equal tune run's, row by row" || fail "tune step: rows differ from tune run's"
+import csv, sys
+def rows(d, f, cols):
+    return [tuple(r[c] for c in cols) for r in csv.DictReader(open(f"{d}/{f}"))]
+cols = ["trial_id", "status", "score", "training_iteration", "config/x"]
+a, b = (rows(d, "results.csv", cols) for d in sys.argv[1:3])
+assert a == b and len(a) == 8, (a, b)
+statuses = {r[1] for r in a}
+assert statuses == {"STOPPED", "TERMINATED"}, statuses
+cols = ["trial_id", "training_iteration", "score"]
+a, b = (rows(d, "progress.csv", cols) for d in sys.argv[1:3])
+assert a == b and len(a) > 8, (a, b)
+PY
+"$tune" tell "$sd" 0 --state pruned 2>"$tmp/err"
+[ $? = 2 ] && grep -q "trial 0 is not open" "$tmp/err" && ok "a trial ended by a step cannot be told" ||
+    fail "tell after prune: $(cat "$tmp/err")"
+
 # Two asks before their tells: both stay open between the processes.
 config "$tmp/two.json" '{"algorithm": "random"}'
 d="$tmp/two"
@@ -134,9 +191,6 @@ PY
 "$tune" tell "$d" 99 --value 1 2>"$tmp/err"
 [ $? = 2 ] && grep -q "no trial 99" "$tmp/err" && ok "a tell of an unknown trial exits 2" ||
     fail "unknown trial: $(cat "$tmp/err")"
-"$tune" tell "$d" 0 2>"$tmp/err"
-[ $? = 2 ] && grep -q "needs its result" "$tmp/err" && ok "complete without a value exits 2" ||
-    fail "no value: $(cat "$tmp/err")"
 "$tune" tell "$d" 0 --value 1 --reason x 2>"$tmp/err"
 [ $? = 2 ] && grep -q -- "--reason goes with --state failed" "$tmp/err" &&
     ok "--reason without failed exits 2" || fail "reason: $(cat "$tmp/err")"
@@ -149,6 +203,10 @@ PY
 
 # Failed (retried once, then ERROR with its reason) and pruned.
 id=$("$tune" ask "$d" | fields | cut -d' ' -f1)
+"$tune" tell "$d" "$id" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "reported nothing: a complete trial needs its result" "$tmp/err" &&
+    ok "complete without a value (nor steps) exits 2, the trial still open" ||
+    fail "no value: $(cat "$tmp/err")"
 "$tune" tell "$d" "$id" --state failed --reason "out of memory" || fail "tell failed"
 again=$("$tune" ask "$d" | fields | cut -d' ' -f1)
 [ "$again" = "$id" ] && ok "a trial told failed is asked again (max_failures 1)" ||

@@ -20,6 +20,7 @@
 enum {
     CLI_ASK_EXHAUSTED = 3, /* every trial was asked (num_samples): nothing more to ask */
     CLI_ASK_WAIT = 4,      /* the scheduler holds new trials until an open one is told */
+    CLI_STEP_PRUNE = 3,    /* `tune step`: the scheduler says stop (Optuna's should_prune()) */
 };
 
 #define DEFAULT_WAIT_S 60.0
@@ -45,13 +46,25 @@ static const char tell_usage[] =
     "Ends open trial ID of the study in DIR (Optuna's tell):\n"
     "  --value X            the study's metric (Optuna's tell(trial, value))\n"
     "  --metric NAME=VALUE  more metrics of the same final report (repeatable)\n"
-    "  --state S            complete (default: needs --value or --metric), pruned\n"
-    "                       (stopped early; values optional), failed (retried up to\n"
-    "                       the config's max_failures, then ERROR)\n"
+    "  --state S            complete (default: needs --value, --metric or earlier\n"
+    "                       steps), pruned (stopped early; values optional), failed\n"
+    "                       (retried up to the config's max_failures, then ERROR)\n"
     "  --reason TEXT        why it failed (with --state failed), the trial's error\n"
     "  --wait SECONDS       as for tune ask (default 60)\n"
     "The values are one report (one more training iteration), then the trial ends.\n"
     "exit status: 0 told; 2 usage, an unknown trial or one that is not open; 1 other\n";
+
+static const char step_usage[] =
+    "usage: tune step DIR ID [--value X] [--metric NAME=VALUE ...] [--wait SECONDS]\n"
+    "Reports intermediate values of open trial ID (Optuna's trial.report() and\n"
+    "should_prune()): one more training iteration, which the scheduler judges.\n"
+    "Prints 'continue' (exit 0), or 'prune' (exit 3) when the trial must stop now:\n"
+    "it has then ended, as a trainer told to stop (STOPPED by the scheduler,\n"
+    "TERMINATED at max_t, PAUSED by a pausing scheduler: a later ask hands it\n"
+    "out again), and is not told. After the last step, `tune tell DIR ID`\n"
+    "without values completes it with its last values.\n"
+    "exit status: 0 continue; 3 prune; 2 usage, an unknown trial or one that is\n"
+    "not open; 1 other\n";
 
 /* A number that is the whole of text; 0, or -1. */
 static int parse_double(const char *text, double *ret)
@@ -171,12 +184,24 @@ int cli_ask(int argc, char **argv)
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAILED;
 }
 
+/* What `tune tell` and `tune step` are given. */
+struct trial_args {
+    const char *cmd, *dir, *reason, *state_text;
+    long long id;
+    const char *names[MAX_METRICS + 1];
+    double values[MAX_METRICS + 1];
+    size_t n;
+    int has_value;
+    double value, wait_s;
+};
+
 /* "NAME=VALUE", split at the last '='; 0, or -1 with the message printed. */
-static int parse_metric(char *arg, const char **ret_name, double *ret_value)
+static int parse_metric(const char *cmd, char *arg, const char **ret_name, double *ret_value)
 {
     char *eq = strrchr(arg, '=');
     if (!eq || eq == arg || parse_double(eq + 1, ret_value)) {
-        fprintf(stderr, "tune tell: --metric: expected NAME=VALUE with a number, got '%s'\n", arg);
+        fprintf(stderr, "tune %s: --metric: expected NAME=VALUE with a number, got '%s'\n", cmd,
+                arg);
         return -1;
     }
     *eq = '\0';
@@ -184,109 +209,180 @@ static int parse_metric(char *arg, const char **ret_name, double *ret_value)
     return 0;
 }
 
-int cli_tell(int argc, char **argv)
+/*
+ * DIR ID and the options; --state and --reason only for tell. CLI_OK, a
+ * usage error (printed), or -1 after --help.
+ */
+static int parse_trial_args(int argc, char **argv, const char *usage, int tell,
+                            struct trial_args *a)
 {
-    const char *dir = NULL, *id_text = NULL, *reason = NULL, *state_text = "complete";
-    const char *names[MAX_METRICS + 1];
-    double values[MAX_METRICS + 1];
-    size_t n = 0;
-    int has_value = 0;
-    double value = 0, wait_s = DEFAULT_WAIT_S;
+    const char *id_text = NULL;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            fputs(tell_usage, stdout);
-            return CLI_OK;
+            fputs(usage, stdout);
+            return -1;
         } else if (strcmp(argv[i], "--value") == 0 && i + 1 < argc) {
-            if (parse_double(argv[++i], &value)) {
-                fprintf(stderr, "tune tell: --value: expected a number, got '%s'\n", argv[i]);
+            if (parse_double(argv[++i], &a->value)) {
+                fprintf(stderr, "tune %s: --value: expected a number, got '%s'\n", a->cmd, argv[i]);
                 return CLI_USAGE;
             }
-            has_value = 1;
+            a->has_value = 1;
         } else if (strcmp(argv[i], "--metric") == 0 && i + 1 < argc) {
-            if (n == MAX_METRICS) {
-                fprintf(stderr, "tune tell: at most %d --metric\n", MAX_METRICS);
+            if (a->n == MAX_METRICS) {
+                fprintf(stderr, "tune %s: at most %d --metric\n", a->cmd, MAX_METRICS);
                 return CLI_USAGE;
             }
-            if (parse_metric(argv[++i], &names[n], &values[n]))
+            if (parse_metric(a->cmd, argv[++i], &a->names[a->n], &a->values[a->n]))
                 return CLI_USAGE;
-            n++;
-        } else if (strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
-            state_text = argv[++i];
-        } else if (strcmp(argv[i], "--reason") == 0 && i + 1 < argc) {
-            reason = argv[++i];
+            a->n++;
+        } else if (tell && strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
+            a->state_text = argv[++i];
+        } else if (tell && strcmp(argv[i], "--reason") == 0 && i + 1 < argc) {
+            a->reason = argv[++i];
         } else if (strcmp(argv[i], "--wait") == 0 && i + 1 < argc) {
-            if (parse_wait("tell", argv[++i], &wait_s))
+            if (parse_wait(a->cmd, argv[++i], &a->wait_s))
                 return CLI_USAGE;
         } else if (argv[i][0] == '-' || id_text) {
-            fprintf(stderr, "tune tell: unexpected argument '%s' (see tune tell --help)\n",
-                    argv[i]);
+            fprintf(stderr, "tune %s: unexpected argument '%s' (see tune %s --help)\n", a->cmd,
+                    argv[i], a->cmd);
             return CLI_USAGE;
-        } else if (!dir) {
-            dir = argv[i];
+        } else if (!a->dir) {
+            a->dir = argv[i];
         } else {
             id_text = argv[i];
         }
     }
-    if (!dir || !id_text) {
-        fprintf(stderr, "tune tell: missing %s (see tune tell --help)\n", dir ? "ID" : "DIR");
+    if (!a->dir || !id_text) {
+        fprintf(stderr, "tune %s: missing %s (see tune %s --help)\n", a->cmd, a->dir ? "ID" : "DIR",
+                a->cmd);
         return CLI_USAGE;
     }
     char *end;
     errno = 0;
-    long long id = strtoll(id_text, &end, 10);
-    if (!*id_text || *end || errno || id < 0) {
-        fprintf(stderr, "tune tell: ID: expected a trial id (an integer >= 0), got '%s'\n",
+    a->id = strtoll(id_text, &end, 10);
+    if (!*id_text || *end || errno || a->id < 0) {
+        fprintf(stderr, "tune %s: ID: expected a trial id (an integer >= 0), got '%s'\n", a->cmd,
                 id_text);
         return CLI_USAGE;
     }
+    return CLI_OK;
+}
+
+/*
+ * Opens the study and the trial, and reports the values given (the study's
+ * metric first, as tune_study_tell_value() reports it) as one report, when
+ * there are any. *ret_report: the report's answer (TUNE_OK or TUNE_ESTOP).
+ */
+static tune_status open_and_report(struct trial_args *a, tune_study **ret_study,
+                                   tune_trial **ret_trial, tune_status *ret_report, tune_error *err)
+{
+    tune_study *s = NULL;
+    tune_status st = open_study(a->cmd, a->dir, NULL, a->wait_s, &s, err);
+    if (st)
+        return st;
+    *ret_study = s;
+    if (a->has_value) {
+        memmove(a->names + 1, a->names, a->n * sizeof *a->names);
+        memmove(a->values + 1, a->values, a->n * sizeof *a->values);
+        a->names[0] = tune_study_metric(s);
+        a->values[0] = a->value;
+        a->n++;
+    }
+    *ret_report = TUNE_OK;
+    st = tune_study_get_trial(s, (int64_t)a->id, ret_trial, err);
+    if (!st && a->n > 0) {
+        st = tune_trial_report(*ret_trial, a->n, a->names, a->values, err);
+        if (st == TUNE_ESTOP) {
+            *ret_report = st;
+            st = TUNE_OK;
+        }
+    }
+    if (st)
+        cli_print_error(err);
+    return st;
+}
+
+int cli_tell(int argc, char **argv)
+{
+    struct trial_args a = {.cmd = "tell", .state_text = "complete", .wait_s = DEFAULT_WAIT_S};
+    int code = parse_trial_args(argc, argv, tell_usage, 1, &a);
+    if (code)
+        return code < 0 ? CLI_OK : code;
     tune_tell_state state;
-    if (strcmp(state_text, "complete") == 0) {
+    if (strcmp(a.state_text, "complete") == 0) {
         state = TUNE_TELL_COMPLETE;
-    } else if (strcmp(state_text, "pruned") == 0) {
+    } else if (strcmp(a.state_text, "pruned") == 0) {
         state = TUNE_TELL_PRUNED;
-    } else if (strcmp(state_text, "failed") == 0) {
+    } else if (strcmp(a.state_text, "failed") == 0) {
         state = TUNE_TELL_FAILED;
     } else {
         fprintf(stderr, "tune tell: --state: expected complete, pruned or failed, got '%s'\n",
-                state_text);
+                a.state_text);
         return CLI_USAGE;
     }
-    if (reason && state != TUNE_TELL_FAILED) {
+    if (a.reason && state != TUNE_TELL_FAILED) {
         fprintf(stderr, "tune tell: --reason goes with --state failed\n");
         return CLI_USAGE;
     }
-    if (state == TUNE_TELL_COMPLETE && !has_value && n == 0) {
-        fprintf(stderr, "tune tell: a complete trial needs its result: --value X (the study's "
-                        "metric) or --metric NAME=VALUE\n");
-        return CLI_USAGE;
-    }
-
     tune_error err;
     tune_study *s = NULL;
-    tune_status st = open_study("tell", dir, NULL, wait_s, &s, &err);
-    if (st)
-        return cli_exit_code(st);
-    if (has_value) {
-        /* The study's metric first, as tune_study_tell_value() reports it. */
-        memmove(names + 1, names, n * sizeof *names);
-        memmove(values + 1, values, n * sizeof *values);
-        names[0] = tune_study_metric(s);
-        values[0] = value;
-        n++;
-    }
     tune_trial *t = NULL;
-    st = tune_study_get_trial(s, (int64_t)id, &t, &err);
-    if (!st && n > 0) {
-        st = tune_trial_report(t, n, names, values, &err);
-        if (st == TUNE_ESTOP)
-            st = TUNE_OK; /* the scheduler's stop: the tell below ends it anyway */
+    tune_status answer;
+    tune_status st = open_and_report(&a, &s, &t, &answer, &err);
+    if (st) {
+        tune_study_free(s);
+        return cli_exit_code(st);
     }
-    if (!st)
-        st = tune_study_tell(s, t, state, reason, &err);
+    if (state == TUNE_TELL_COMPLETE && tune_trial_iteration(t) == 0) {
+        /* Optuna's tell(trial, value): complete needs a result, told now or by a step. */
+        fprintf(stderr,
+                "tune tell: trial %lld reported nothing: a complete trial needs its result "
+                "(--value X, the study's metric, or --metric NAME=VALUE)\n",
+                a.id);
+        tune_study_free(s);
+        return CLI_USAGE;
+    }
+    /* A stop the scheduler answered to the values: the tell ends the trial anyway. */
+    st = tune_study_tell(s, t, state, a.reason, &err);
     if (!st)
         st = tune_study_finish(s, &err);
     if (st)
         cli_print_error(&err);
     tune_study_free(s);
     return cli_exit_code(st);
+}
+
+int cli_step(int argc, char **argv)
+{
+    struct trial_args a = {.cmd = "step", .wait_s = DEFAULT_WAIT_S};
+    int code = parse_trial_args(argc, argv, step_usage, 0, &a);
+    if (code)
+        return code < 0 ? CLI_OK : code;
+    if (!a.has_value && a.n == 0) {
+        fprintf(stderr, "tune step: nothing to report: --value X or --metric NAME=VALUE\n");
+        return CLI_USAGE;
+    }
+    tune_error err;
+    tune_study *s = NULL;
+    tune_trial *t = NULL;
+    tune_status answer;
+    tune_status st = open_and_report(&a, &s, &t, &answer, &err);
+    /*
+     * Told to stop, the trial ends here, as an objective that returns on
+     * TUNE_ESTOP: STOPPED, TERMINATED at max_t, PAUSED for a pausing
+     * scheduler (a later ask hands it out again), or failed on a NaN.
+     */
+    if (!st && answer == TUNE_ESTOP)
+        st = tune_study_tell(s, t, TUNE_TELL_COMPLETE, NULL, &err);
+    if (!st)
+        st = tune_study_finish(s, &err);
+    if (st)
+        cli_print_error(&err);
+    tune_study_free(s);
+    if (st)
+        return cli_exit_code(st);
+    puts(answer == TUNE_ESTOP ? "prune" : "continue");
+    if (fflush(stdout) != 0)
+        return CLI_FAILED;
+    return answer == TUNE_ESTOP ? CLI_STEP_PRUNE : CLI_OK;
 }
