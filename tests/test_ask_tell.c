@@ -556,6 +556,62 @@ START_TEST(shared_across_studies)
 }
 END_TEST
 
+/*
+ * TPE (constant liar) with trials open across "processes": each study
+ * rebuilds the searcher from the store, where an asked trial is pending, so
+ * the suggestions are those of one study asking the same way.
+ */
+START_TEST(shared_searcher_pending)
+{
+    char *dir = tune_test_mkdtemp();
+    static const char tpe[] = ", \"search\": {\"algorithm\": \"tpe\", \"n_startup_trials\": 2}";
+    tune_error err;
+    tune_trial *t;
+    double ref_x[7];
+    tune_study *one = study_from(config(dir, "one", 7, tpe));
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(tune_study_ask(one, &t, &err), TUNE_OK);
+        ref_x[i] = tune_trial_get_double_or(t, "x", -1);
+        /* Trials 3 and 4 stay open while 4, 5 and 6 are asked; 3 is told after 5. */
+        if (i < 3 || i == 6)
+            ck_assert_int_eq(tune_study_tell_value(one, t, curve(t, 1), &err), TUNE_OK);
+        if (i == 5) {
+            tune_trial *t3;
+            ck_assert_int_eq(tune_study_get_trial(one, 3, &t3, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_tell_value(one, t3, curve(t3, 1), &err), TUNE_OK);
+        }
+    }
+    tune_study_free(one);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/many", dir);
+    for (int i = 0; i < 7; i++) {
+        tune_study *s = NULL;
+        if (i == 0) {
+            s = study_from(config(dir, "many", 7, tpe));
+            ck_assert_int_eq(tune_study_set_ask_shared(s, 0, &err), TUNE_OK);
+        } else {
+            ck_assert_msg(tune_study_resume(path, 0, &s, &err) == TUNE_OK, "%s", err.text);
+        }
+        ck_assert_int_eq(tune_study_ask(s, &t, &err), TUNE_OK);
+        ck_assert_int_eq(tune_trial_id(t), i);
+        ck_assert_msg(tune_trial_get_double_or(t, "x", -1) == ref_x[i], "trial %d: %.17g vs %.17g",
+                      i, tune_trial_get_double_or(t, "x", -1), ref_x[i]);
+        if (i < 3 || i == 6)
+            ck_assert_int_eq(tune_study_tell_value(s, t, curve(t, 1), &err), TUNE_OK);
+        tune_study_free(s);
+        if (i == 5) {
+            ck_assert_int_eq(tune_study_resume(path, 0, &s, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_get_trial(s, 3, &t, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_tell_value(s, t, curve(t, 1), &err), TUNE_OK);
+            tune_study_free(s);
+        }
+    }
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* ---- many threads ---------------------------------------------------------- */
 
 #define N_THREADS 4
@@ -639,6 +695,7 @@ static Suite *suite(void)
     tcase_add_test(tc, refused_tells);
     tcase_add_test(tc, resume_continues);
     tcase_add_test(tc, shared_across_studies);
+    tcase_add_test(tc, shared_searcher_pending);
     tcase_add_test(tc, threads);
     suite_add_tcase(s, tc);
     return s;
