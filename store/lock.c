@@ -106,12 +106,17 @@ tune_status tunep_store_lock_take_wait(const char *dir, double wait_s,
                 read_holder(fd, holder, sizeof holder);
             }
             close(fd);
+            if (wait_s > 0)
+                return tunep_error_set_at(err, TUNE_EBUSY, dir, 0, 0,
+                                          "another tune run is using this experiment folder "
+                                          "(%s), still after %g s of waiting; try again when "
+                                          "it ends",
+                                          *holder ? holder : "a process that is starting", wait_s);
             return tunep_error_set_at(
                 err, TUNE_EBUSY, dir, 0, 0,
-                "another tune run is using this experiment folder (%s)%s; wait for it to "
+                "another tune run is using this experiment folder (%s); wait for it to "
                 "end or stop it (Ctrl-C), then continue with `tune resume %s`",
-                *holder ? holder : "a process that is starting",
-                wait_s > 0 ? " after the wait" : "", dir);
+                *holder ? holder : "a process that is starting", dir);
         }
         close(fd);
         if (e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP) {

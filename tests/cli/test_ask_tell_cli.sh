@@ -240,6 +240,10 @@ hold 1.5
 [ $? = 2 ] && grep -q "another tune run is using this experiment folder" "$tmp/err" &&
     ok "a tell with --wait 0 is refused while another holds the lock" ||
     fail "--wait 0: $(cat "$tmp/err")"
+"$tune" ask "$d" --wait 0.2 2>"$tmp/err"
+[ $? = 2 ] && grep -q "still after 0.2 s of waiting; try again when it ends" "$tmp/err" &&
+    ok "an ask that waited 0.2 s for the holder gives up, saying so" ||
+    fail "--wait 0.2: $(cat "$tmp/err")"
 start=$(date +%s%N)
 "$tune" tell "$d" "$x" --value 1 2>"$tmp/err1" &
 p1=$!
