@@ -9,7 +9,13 @@
  * Everything happens under the study lock. There is no flusher thread: an
  * ask and a tell each commit before they return, so a trial's start and end
  * are durable by then, as its reports are.
+ *
+ * Shared among processes (tune_study_set_ask_shared(), `tune ask` and `tune
+ * tell`): an asked trial stays RUNNING in the store when the study is
+ * finished, and a later process, resuming the experiment, finds it open
+ * (resume.c) and gets a handle to it by id (tune_study_get_trial()).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,6 +97,34 @@ static tune_status no_trial(struct tune_study *s, int wait, tune_error *err)
                            wait ? "; one told FAILED may come back as a retry" : "");
 }
 
+/* Opens the study on first use; then whether it can still be asked. Lock held. */
+static tune_status ready(struct tune_study *s, tune_error *err)
+{
+    tune_status st;
+    if (!s->ask && (st = open_ask(s, err)))
+        return st;
+    if (s->ask->open)
+        return tunep_error_set(err, s->ask->open, "this study could not be opened: %s",
+                               tune_strerror(s->ask->open));
+    if (s->ask->finished)
+        return tunep_error_set(err, TUNE_EINVAL, "tune_study_finish() closed this study");
+    return TUNE_OK;
+}
+
+/* A new handle for rec's attempt, in the study's open list. Lock held. */
+static void hand_out(struct tune_study *s, tune_trial *t, struct tunep_trial_rec *rec, double t0)
+{
+    t->study = s;
+    t->rec = rec;
+    t->end = TUNEP_END_NONE;
+    t->donor = -1;
+    t->t0 = t0;
+    t->ipc_req = t->ipc_resp = -1;
+    t->next = s->live;
+    s->live = t;
+    tunep_trial_dir_open(s, t);
+}
+
 tune_status tune_study_ask(tune_study *s, tune_trial **ret_trial, tune_error *err)
 {
     if (!s || !ret_trial)
@@ -102,32 +136,15 @@ tune_status tune_study_ask(tune_study *s, tune_trial **ret_trial, tune_error *er
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto out;
     }
-    if (!s->ask && (st = open_ask(s, err)))
+    if ((st = ready(s, err)))
         goto out;
-    if (s->ask->open) {
-        st = tunep_error_set(err, s->ask->open, "this study could not be opened: %s",
-                             tune_strerror(s->ask->open));
-        goto out;
-    }
-    if (s->ask->finished) {
-        st = tunep_error_set(err, TUNE_EINVAL, "tune_study_finish() closed this study");
-        goto out;
-    }
     int wait = 0;
     struct tunep_trial_rec *rec = s->fatal ? NULL : tunep_study_next_trial(s, s->ask->r, &wait);
     if (!rec) {
         st = no_trial(s, wait, err);
         goto out;
     }
-    t->study = s;
-    t->rec = rec;
-    t->end = TUNEP_END_NONE;
-    t->donor = -1;
-    t->t0 = tunep_now_monotonic();
-    t->ipc_req = t->ipc_resp = -1;
-    t->next = s->live;
-    s->live = t;
-    tunep_trial_dir_open(s, t);
+    hand_out(s, t, rec, tunep_now_monotonic());
     commit(s);
     if (s->fatal) {
         /* The start is not durable: the attempt ends (back to PENDING) and the study stops. */
@@ -149,6 +166,84 @@ tune_status tune_study_ask(tune_study *s, tune_trial **ret_trial, tune_error *er
 out:
     pthread_mutex_unlock(&s->lock);
     tunep_free(t);
+    return st;
+}
+
+tune_status tune_study_set_ask_shared(tune_study *s, double lock_wait_s, tune_error *err)
+{
+    if (!s)
+        return tunep_error_set(err, TUNE_EINVAL, "study must not be NULL");
+    if (!(lock_wait_s >= 0) || !isfinite(lock_wait_s))
+        return tunep_error_set(err, TUNE_EINVAL, "lock_wait_s must be a finite number >= 0");
+    tune_status st = TUNE_OK;
+    pthread_mutex_lock(&s->lock);
+    if (s->readonly)
+        st = tunep_error_set(err, TUNE_EINVAL, "this study was opened read-only from a folder");
+    else if (s->has_run)
+        st = tunep_error_set(err, TUNE_EINVAL, "too late: this study has run or was asked already");
+    else if (strcmp(s->cfg.storage, ":memory:") == 0)
+        st = tunep_error_set(err, TUNE_EINVAL,
+                             "ask and tell shared among processes need an experiment folder, "
+                             "not storage \":memory:\"");
+    if (!st) {
+        s->ask_shared = 1;
+        s->lock_wait_s = lock_wait_s;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+/* Why trial rec has no open handle to give, as tune_study_get_trial()'s error. Lock held. */
+static tune_status not_open(const struct tunep_trial_rec *rec, tune_error *err)
+{
+    const char *why;
+    switch (rec->status) {
+        case TUNE_TRIAL_PENDING: why = "it waits for another attempt: an ask hands it out"; break;
+        case TUNE_TRIAL_PAUSED: why = "the scheduler paused it: an ask hands it out again"; break;
+        case TUNE_TRIAL_RUNNING: why = "it runs in another study of this process"; break;
+        default: why = "it has ended"; break;
+    }
+    return tunep_error_set(err, TUNE_EINVAL, "trial %lld is not open (%s): %s", (long long)rec->id,
+                           tune_trial_status_name(rec->status), why);
+}
+
+tune_status tune_study_get_trial(tune_study *s, int64_t trial_id, tune_trial **ret_trial,
+                                 tune_error *err)
+{
+    if (!s || !ret_trial)
+        return tunep_error_set(err, TUNE_EINVAL, "study and ret_trial must not be NULL");
+    tune_status st = TUNE_OK;
+    tune_trial *t = NULL;
+    pthread_mutex_lock(&s->lock);
+    if ((st = ready(s, err)))
+        goto out;
+    if (trial_id < 0 || trial_id >= s->n_trials || !s->trials[trial_id]) {
+        st = tunep_error_set(err, TUNE_ENOTFOUND,
+                             "no trial %lld in this experiment: the trials asked so far are 0 to "
+                             "%lld",
+                             (long long)trial_id, (long long)s->n_trials - 1);
+        goto out;
+    }
+    struct tunep_trial_rec *rec = s->trials[trial_id];
+    for (tune_trial *h = s->live; h; h = h->next)
+        if (h->rec == rec) {
+            *ret_trial = h;
+            goto out;
+        }
+    if (rec->status != TUNE_TRIAL_RUNNING || !s->ask_shared) {
+        st = not_open(rec, err);
+        goto out;
+    }
+    /* Asked by an earlier process: its attempt's clock runs from when it was asked. */
+    if (!(t = tunep_calloc(1, sizeof *t))) {
+        st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        goto out;
+    }
+    double since = tunep_now_wall() - rec->start_wall;
+    hand_out(s, t, rec, tunep_now_monotonic() - (since > 0 && isfinite(since) ? since : 0));
+    *ret_trial = t;
+out:
+    pthread_mutex_unlock(&s->lock);
     return st;
 }
 
@@ -220,14 +315,18 @@ tune_status tune_study_tell_value(tune_study *s, tune_trial *t, double value, tu
     return tune_study_tell(s, t, TUNE_TELL_COMPLETE, NULL, err);
 }
 
-/* Closes the study: open trials back to PENDING, commit, the CSVs, the lock. Lock held. */
+/*
+ * Closes the study: open trials back to PENDING (shared: left open for a
+ * later process), commit, the CSVs, the lock. Lock held.
+ */
 static tune_status finish_locked(struct tune_study *s, tune_error *err)
 {
     while (s->live) {
         tune_trial *t = s->live;
         s->live = t->next;
         atomic_store(&t->state, TUNEP_HANDLE_CLOSED);
-        tunep_study_finish_trial(s, t, TUNE_EINTERRUPTED);
+        if (!s->ask_shared)
+            tunep_study_finish_trial(s, t, TUNE_EINTERRUPTED);
         tunep_trial_dir_close(t);
         t->next = s->closed;
         s->closed = t;

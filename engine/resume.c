@@ -17,6 +17,10 @@
  *    configuration is a function of (seed, i) only, and the stored seed is
  *    used; a model-based searcher is given every stored trial (finished ones
  *    with their last score, the rest as pending) before it suggests again;
+ *  - in an experiment driven by ask and tell from several processes
+ *    (driver "ask": `tune ask`, `tune tell`), a RUNNING trial was asked and
+ *    not told yet: it stays RUNNING, known to the scheduler and to the
+ *    searcher as pending, for a later tell from any process;
  *  - PAUSED trials stay paused, and the replayed scheduler is told so: it
  *    resumes them when their turn comes, from their checkpoint or replayed
  *    up to where they paused; RUNNING and PENDING ones run again as a new
@@ -206,6 +210,15 @@ static tune_status replay_scheduler(struct tune_study *s, struct events *ret_ev,
             rec->has_last_t = 1;
         }
     }
+    /* Asked by another process and not told yet: the trial is still running. */
+    for (int64_t i = 0; i < s->n_trials && !st && s->ask_shared; i++) {
+        const struct tunep_trial_rec *rec = s->trials[i];
+        if (!rec || added[i] || rec->status != TUNE_TRIAL_RUNNING)
+            continue;
+        added[i] = 1;
+        gsl_rng_set(r, (unsigned long)tunep_trial_seed(s->cfg.seed, i, TUNEP_RNG_SCHEDULER));
+        st = tunep_scheduler_on_trial_add(s->sched, i, gsl_rng_uniform(r));
+    }
     /* Finished trials complete as they did; the others will be added again when they run. */
     for (int64_t i = 0; i < s->n_trials && !st; i++) {
         struct tunep_trial_rec *rec = s->trials[i];
@@ -282,6 +295,24 @@ tune_status tunep_study_resume_store(struct tune_study *s,
     struct events ev = {s, NULL, 0, 0}; /* stored reports, for the searcher */
     size_t cursor = 0;
     tune_status st = TUNE_OK;
+    /* Who drives the experiment is fixed when it is created. */
+    int by_ask = row->driver && strcmp(row->driver, "ask") == 0;
+    if (by_ask && !s->ask) {
+        st = tunep_error_set_at(err, TUNE_ECONFIG, s->cfg.storage, 0, 0,
+                                "this experiment is driven by ask and tell (`tune ask`, `tune "
+                                "tell`): its asked trials are open in other hands, so it cannot "
+                                "be run or resumed; continue it with `tune ask %s`",
+                                s->cfg.storage);
+        goto out;
+    }
+    if (!by_ask && s->ask_shared) {
+        st = tunep_error_set_at(err, TUNE_ECONFIG, s->cfg.storage, 0, 0,
+                                "this folder holds an experiment that `tune run` drives: ask and "
+                                "tell from several processes need a folder they created (`tune "
+                                "ask DIR --config CONFIG` into a new DIR)");
+        goto out;
+    }
+    s->ask_shared = by_ask;
     if (!(s->resume_flags & TUNE_RESUME_FORCE) && strcmp(row->config_json, s->cfg.json) != 0) {
         st = tunep_error_set_at(err, TUNE_ECONFIG, s->cfg.storage, 0, 0,
                                 "holds an experiment with another config (use --force to resume "
@@ -368,7 +399,9 @@ tune_status tunep_study_resume_store(struct tune_study *s,
                             (long long)i);
             break;
         }
-        int again = rec->status == TUNE_TRIAL_PENDING || rec->status == TUNE_TRIAL_RUNNING;
+        /* Shared ask and tell: a RUNNING trial is open in some caller's hands, not interrupted. */
+        int again = rec->status == TUNE_TRIAL_PENDING ||
+                    (rec->status == TUNE_TRIAL_RUNNING && !s->ask_shared);
         if (rec->status == TUNE_TRIAL_PAUSED) {
             rec->time_base = rec->time_total_s;
             tunep_scheduler_on_trial_paused(s->sched, i);

@@ -472,6 +472,10 @@ tune_status tunep_study_resume(const char *dir, unsigned flags,
                                          trainers, &s, err);
     if (!st && !(st = tune_study_set_storage(s, dir, err)))
         st = tune_study_set_resume_flags(s, flags | TUNE_RESUME_EXISTING, err);
+    /* Ask and tell drive it (resume.c): tune_study_run() says so before it asks for an objective.
+     */
+    if (!st && row.driver && strcmp(row.driver, "ask") == 0)
+        s->ask_shared = 1;
     tunep_store_experiment_done(&row);
     tunep_free(db);
     if (st) {
@@ -505,6 +509,11 @@ const char *tune_study_storage(const tune_study *s)
 const char *tune_study_name(const tune_study *s)
 {
     return s ? s->cfg.name : NULL;
+}
+
+const char *tune_study_metric(const tune_study *s)
+{
+    return s ? s->cfg.metric : NULL;
 }
 
 void tune_study_request_stop(tune_study *s)
@@ -656,7 +665,7 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
         return TUNE_OK;
     tune_status st = make_dirs(s->cfg.storage, err);
     if (!st)
-        st = tunep_store_lock_take(s->cfg.storage, &s->store_lock, err);
+        st = tunep_store_lock_take_wait(s->cfg.storage, s->lock_wait_s, &s->store_lock, err);
     if (st)
         return st;
     struct tunep_store_experiment_row row = {0};
@@ -692,6 +701,7 @@ static tune_status open_storage(struct tune_study *s, tune_error *err)
         .created = tunep_now_wall(),
         .cwd = getcwd(cwd, sizeof cwd),
         .command_line = command_line,
+        .driver = s->ask_shared ? "ask" : NULL,
     };
     st = tunep_store_create(db, &exp, s->cfg.space, &s->store, err);
     tunep_free(command_line);
@@ -1499,6 +1509,12 @@ static tune_status run_sweep(tune_study *s, tune_error *err)
                                "this study is driven by tune_study_ask() and tune_study_tell()");
     if (s->has_run)
         return tunep_error_set(err, TUNE_EINVAL, "this study has already run");
+    if (s->ask_shared)
+        return tunep_error_set_at(err, TUNE_ECONFIG, s->cfg.storage, 0, 0,
+                                  "this experiment is driven by ask and tell (`tune ask`, `tune "
+                                  "tell`): its asked trials are open in other hands, so it cannot "
+                                  "be run or resumed; continue it with `tune ask %s`",
+                                  s->cfg.storage);
     if (!s->fn)
         return tunep_error_set(err, TUNE_ECONFIG,
                                "no objective: set trainer.type in the config or call "

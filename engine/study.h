@@ -218,6 +218,14 @@ struct tune_study {
 
     /* A study driven by tune_study_ask() and tune_study_tell() (ask_tell.c); NULL otherwise. */
     struct tunep_ask *ask;
+    /*
+     * Ask and tell shared among processes (tune_study_set_ask_shared(), or an
+     * experiment whose driver is "ask"): asked trials stay RUNNING in the
+     * store until some process tells them; resume and tune_study_finish()
+     * keep them open instead of putting them back to PENDING.
+     */
+    int ask_shared;
+    double lock_wait_s; /* how long opening waits for the folder's lock */
 };
 
 /* Keeps value as the record's last value of metric name. 0, or -1 on OOM. Lock held. */

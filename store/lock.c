@@ -56,6 +56,19 @@ static void read_holder(int fd, char *buf, size_t size)
 tune_status tunep_store_lock_take(const char *dir, struct tunep_store_lock **ret_lock,
                                   tune_error *err)
 {
+    return tunep_store_lock_take_wait(dir, 0, ret_lock, err);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+tune_status tunep_store_lock_take_wait(const char *dir, double wait_s,
+                                       struct tunep_store_lock **ret_lock, tune_error *err)
+{
     *ret_lock = NULL;
     char *path = tunep_asprintf("%s/experiment.lock", dir);
     if (!path)
@@ -75,7 +88,13 @@ tune_status tunep_store_lock_take(const char *dir, struct tunep_store_lock **ret
         return st;
     }
     tunep_free(path);
-    if (set_lock(fd, F_WRLCK) != 0) {
+    /* Another holder's calls are short (an ask, a tell): poll for it every 10 ms. */
+    double deadline = wait_s > 0 ? now_s() + wait_s : 0;
+    int locked;
+    while (!(locked = set_lock(fd, F_WRLCK) == 0) && (errno == EACCES || errno == EAGAIN) &&
+           now_s() < deadline)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    if (!locked) {
         int e = errno;
         if (e == EACCES || e == EAGAIN) {
             /* The holder writes its name just after it takes the lock: give
@@ -87,6 +106,12 @@ tune_status tunep_store_lock_take(const char *dir, struct tunep_store_lock **ret
                 read_holder(fd, holder, sizeof holder);
             }
             close(fd);
+            if (wait_s > 0)
+                return tunep_error_set_at(err, TUNE_EBUSY, dir, 0, 0,
+                                          "another tune run is using this experiment folder "
+                                          "(%s), still after %g s of waiting; try again when "
+                                          "it ends",
+                                          *holder ? holder : "a process that is starting", wait_s);
             return tunep_error_set_at(
                 err, TUNE_EBUSY, dir, 0, 0,
                 "another tune run is using this experiment folder (%s); wait for it to "

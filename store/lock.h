@@ -21,6 +21,13 @@ struct tunep_store_lock;
  */
 tune_status tunep_store_lock_take(const char *dir, struct tunep_store_lock **ret_lock,
                                   tune_error *err);
+/*
+ * As tunep_store_lock_take(), waiting up to wait_s seconds for another
+ * holder to release the lock before TUNE_EBUSY (`tune ask` and `tune tell`,
+ * which each hold it for one short call).
+ */
+tune_status tunep_store_lock_take_wait(const char *dir, double wait_s,
+                                       struct tunep_store_lock **ret_lock, tune_error *err);
 /* Releases the lock (NULL is fine). */
 void tunep_store_lock_release(struct tunep_store_lock *lock);
 

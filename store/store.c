@@ -12,9 +12,15 @@
  * Schema, version 1 (PRAGMA user_version = 1, PRAGMA application_id = 'tune'):
  *
  *   experiment (id INTEGER PRIMARY KEY CHECK (id = 1), name, config, metric,
- *               mode, seed INTEGER, version, created REAL)
+ *               mode, seed INTEGER, version, created REAL, driver TEXT)
  *       One row. seed holds the uint64 seed's bit pattern as a signed 64-bit
- *       integer (a seed >= 2^63 reads as negative in SQL).
+ *       integer (a seed >= 2^63 reads as negative in SQL). driver is "ask"
+ *       for an experiment driven by ask and tell from several processes
+ *       (`tune ask`, tune_study_set_ask_shared()), whose asked trials stay
+ *       open until told; NULL for one that tune_study_run() drives. It is
+ *       written when the experiment is created and never changed; added
+ *       within version 1, as origin was: older files lack the column (read
+ *       as NULL).
  *   origin (id INTEGER PRIMARY KEY CHECK (id = 1), cwd TEXT, command_line TEXT)
  *       One row: the working folder and command line of the run that created
  *       the experiment, which `tune resume` runs trainers from. Added within
@@ -131,7 +137,8 @@ static const char schema_sql[] = "CREATE TABLE experiment (\n"
                                  "    mode TEXT,\n"
                                  "    seed INTEGER NOT NULL,\n"
                                  "    version TEXT,\n"
-                                 "    created REAL\n"
+                                 "    created REAL,\n"
+                                 "    driver TEXT\n"
                                  ");\n"
                                  "CREATE TABLE origin (\n"
                                  "    id INTEGER PRIMARY KEY CHECK (id = 1),\n"
@@ -808,7 +815,7 @@ static tune_status insert_schema(struct tunep_store *st, const struct tunep_stor
     if ((rs = exec_sql(st, pragmas, "set schema version", err)) ||
         (rs = prepare(st,
                       "INSERT INTO experiment (id, name, config, metric, mode, seed, version,"
-                      " created) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                      " created, driver) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                       0, &s, err)))
         goto out;
     sqlite3_bind_text(s, 1, exp->name, -1, SQLITE_STATIC);
@@ -818,6 +825,7 @@ static tune_status insert_schema(struct tunep_store *st, const struct tunep_stor
     sqlite3_bind_int64(s, 5, (sqlite3_int64)exp->seed);
     sqlite3_bind_text(s, 6, exp->version, -1, SQLITE_STATIC);
     bind_real(s, 7, exp->created);
+    sqlite3_bind_text(s, 8, exp->driver, -1, SQLITE_STATIC);
     if (run_stmt(s) != SQLITE_DONE) {
         rs = db_fail(st, err, "insert experiment");
         goto out;
@@ -1510,6 +1518,29 @@ void tunep_store_read_end(struct tunep_store *st)
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* experiment.driver, or NULL where the file predates the column. */
+static tune_status read_driver(struct tunep_store *st, char **ret, tune_error *err)
+{
+    int64_t has = 0;
+    tune_status rs = query_int64(st,
+                                 "SELECT count(*) FROM pragma_table_info('experiment')"
+                                 " WHERE name = 'driver'",
+                                 &has, err);
+    if (rs || !has)
+        return rs;
+    sqlite3_stmt *s;
+    if ((rs = prepare(st, "SELECT driver FROM experiment WHERE id = 1", 0, &s, err)))
+        return rs;
+    int nomem = 0;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *ret = column_strdup(s, 0, &nomem);
+    else if (rc != SQLITE_DONE)
+        rs = db_fail(st, err, "read experiment driver");
+    sqlite3_finalize(s);
+    return !rs && nomem ? oom(st, err) : rs;
+}
+
 tune_status tunep_store_read_experiment(struct tunep_store *st,
                                         struct tunep_store_experiment_row *ret, tune_error *err)
 {
@@ -1542,6 +1573,8 @@ tune_status tunep_store_read_experiment(struct tunep_store *st,
         rs = db_fail(st, err, "read experiment");
     }
     sqlite3_finalize(s);
+    if (!rs)
+        rs = read_driver(st, &row.driver, err);
     if (rs) {
         tunep_store_experiment_done(&row);
         return rs;
@@ -1591,6 +1624,7 @@ void tunep_store_experiment_done(struct tunep_store_experiment_row *row)
     tunep_free(row->metric);
     tunep_free(row->mode);
     tunep_free(row->version);
+    tunep_free(row->driver);
     memset(row, 0, sizeof *row);
 }
 

@@ -31,6 +31,7 @@ struct tunep_store_experiment {
     double created;           /* Unix time */
     const char *cwd;          /* the creating run's working folder, or NULL */
     const char *command_line; /* its command line, or NULL */
+    const char *driver;       /* "ask": ask and tell from several processes; NULL: a run */
 };
 
 /*
@@ -111,6 +112,7 @@ const char *tunep_store_param_domain(const struct tunep_store *st, size_t i);
 /* The experiment row; strings are owned by *ret and released with tunep_store_experiment_done(). */
 struct tunep_store_experiment_row {
     char *name, *config_json, *metric, *mode, *version;
+    char *driver; /* "ask" or NULL (experiment.driver) */
     uint64_t seed;
     double created;
 };

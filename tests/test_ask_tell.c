@@ -2,7 +2,8 @@
  * test_ask_tell.c - a study driven by the caller's loop (tune_study_ask(),
  * tune_study_tell()): the same trials, configurations, decisions and CSV rows
  * as tune_study_run(); several open trials; the end of num_samples; FAILED
- * with its reason and its retries; refused tells; resume; many threads.
+ * with its reason and its retries; refused tells; resume; shared among
+ * processes (open trials by id across studies); many threads.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -466,6 +467,151 @@ START_TEST(resume_continues)
 }
 END_TEST
 
+/*
+ * Shared among processes (each study here plays one process): asked trials
+ * stay open across tune_study_free() and resume, a later study gets them by
+ * id, reports continue their iterations, and runs are refused.
+ */
+START_TEST(shared_across_studies)
+{
+    char *dir = tune_test_mkdtemp();
+    tune_error err;
+    tune_trial *t, *u;
+    tune_study *m = study_from(config(NULL, NULL, 3, ""));
+    ck_assert_int_eq(tune_study_set_ask_shared(m, 0, &err), TUNE_EINVAL); /* ":memory:" */
+    ck_assert_ptr_nonnull(strstr(err.text, ":memory:"));
+    ck_assert_int_eq(tune_study_ask(m, &t, &err), TUNE_OK);
+    /* Not shared: its own open trial by id is the same handle; an unknown id is not found. */
+    ck_assert_int_eq(tune_study_get_trial(m, 0, &u, &err), TUNE_OK);
+    ck_assert_ptr_eq(u, t);
+    ck_assert_int_eq(tune_study_get_trial(m, 5, &u, &err), TUNE_ENOTFOUND);
+    ck_assert_int_eq(tune_study_set_ask_shared(m, 0, &err), TUNE_EINVAL); /* too late */
+    tune_study_free(m);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/s", dir);
+    tune_study *a = study_from(config(dir, "s", 4, ASHA));
+    ck_assert_int_eq(tune_study_set_ask_shared(a, 1, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_ask(a, &t, &err), TUNE_OK);
+    double x0 = tune_trial_get_double_or(t, "x", -1);
+    ck_assert_int_eq(tune_trial_report_metric(t, "score", 0.25, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_ask(a, &u, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_finish(a, &err), TUNE_OK);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(a, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_RUNNING], 2); /* left open, not back to PENDING */
+    tune_study_free(a);
+
+    /* A later "process": resumed, shared by the folder's record without the call. */
+    tune_study *b = NULL;
+    ck_assert_msg(tune_study_resume(path, 0, &b, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_int_eq(tune_study_get_trial(b, 0, &t, &err), TUNE_OK);
+    ck_assert_int_eq(tune_trial_id(t), 0);
+    ck_assert_int_eq(tune_trial_attempt(t), 1);
+    ck_assert_int_eq(tune_trial_iteration(t), 1);
+    ck_assert(tune_trial_get_double_or(t, "x", -2) == x0);
+    ck_assert_int_eq(tune_trial_report_metric(t, "score", 0.5, &err), TUNE_OK);
+    ck_assert_int_eq(tune_trial_iteration(t), 2);
+    ck_assert_int_eq(tune_study_tell(b, t, TUNE_TELL_COMPLETE, NULL, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_get_trial(b, 0, &t, &err), TUNE_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.text, "trial 0 is not open (TERMINATED)"));
+    ck_assert_int_eq(tune_study_get_trial(b, 7, &t, &err), TUNE_ENOTFOUND);
+    /* The next ask is trial 2: trial 1 is still open in another's hands. */
+    ck_assert_int_eq(tune_study_ask(b, &t, &err), TUNE_OK);
+    ck_assert_int_eq(tune_trial_id(t), 2);
+    ck_assert_int_eq(tune_study_tell_value(b, t, 0.75, &err), TUNE_OK);
+    tune_study_free(b);
+
+    tune_study *c2 = NULL;
+    ck_assert_int_eq(tune_study_resume(path, 0, &c2, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_get_trial(c2, 1, &t, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_tell(c2, t, TUNE_TELL_FAILED, "gave up", &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_finish(c2, &err), TUNE_OK);
+    tune_study_counts(c2, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_RUNNING], 0);
+    ck_assert_int_eq(c[TUNE_TRIAL_ERROR], 1); /* max_failures 0 */
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED] + c[TUNE_TRIAL_STOPPED], 2);
+    tune_study_free(c2);
+
+    /* A run of the folder is refused: its trials are driven by ask and tell. */
+    tune_study *r = NULL;
+    ck_assert_int_eq(tune_study_resume(path, 0, &r, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_objective(r, objective, NULL, NULL), TUNE_OK);
+    ck_assert_int_eq(tune_study_run(r, &err), TUNE_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.text, "driven by ask and tell"));
+    tune_study_free(r);
+
+    /* And a folder of an unshared study cannot be shared later. */
+    tune_study *p = study_from(config(dir, "plain", 2, ""));
+    ck_assert_int_eq(tune_study_ask(p, &t, &err), TUNE_OK);
+    tune_study_free(p);
+    snprintf(path, sizeof path, "%s/plain", dir);
+    ck_assert_int_eq(tune_study_resume(path, 0, &p, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_set_ask_shared(p, 0, &err), TUNE_OK);
+    ck_assert_int_eq(tune_study_ask(p, &t, &err), TUNE_ECONFIG);
+    ck_assert_ptr_nonnull(strstr(err.text, "drives"));
+    tune_study_free(p);
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
+/*
+ * TPE (constant liar) with trials open across "processes": each study
+ * rebuilds the searcher from the store, where an asked trial is pending, so
+ * the suggestions are those of one study asking the same way.
+ */
+START_TEST(shared_searcher_pending)
+{
+    char *dir = tune_test_mkdtemp();
+    static const char tpe[] = ", \"search\": {\"algorithm\": \"tpe\", \"n_startup_trials\": 2}";
+    tune_error err;
+    tune_trial *t;
+    double ref_x[7];
+    tune_study *one = study_from(config(dir, "one", 7, tpe));
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(tune_study_ask(one, &t, &err), TUNE_OK);
+        ref_x[i] = tune_trial_get_double_or(t, "x", -1);
+        /* Trials 3 and 4 stay open while 4, 5 and 6 are asked; 3 is told after 5. */
+        if (i < 3 || i == 6)
+            ck_assert_int_eq(tune_study_tell_value(one, t, curve(t, 1), &err), TUNE_OK);
+        if (i == 5) {
+            tune_trial *t3;
+            ck_assert_int_eq(tune_study_get_trial(one, 3, &t3, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_tell_value(one, t3, curve(t3, 1), &err), TUNE_OK);
+        }
+    }
+    tune_study_free(one);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/many", dir);
+    for (int i = 0; i < 7; i++) {
+        tune_study *s = NULL;
+        if (i == 0) {
+            s = study_from(config(dir, "many", 7, tpe));
+            ck_assert_int_eq(tune_study_set_ask_shared(s, 0, &err), TUNE_OK);
+        } else {
+            ck_assert_msg(tune_study_resume(path, 0, &s, &err) == TUNE_OK, "%s", err.text);
+        }
+        ck_assert_int_eq(tune_study_ask(s, &t, &err), TUNE_OK);
+        ck_assert_int_eq(tune_trial_id(t), i);
+        ck_assert_msg(tune_trial_get_double_or(t, "x", -1) == ref_x[i], "trial %d: %.17g vs %.17g",
+                      i, tune_trial_get_double_or(t, "x", -1), ref_x[i]);
+        if (i < 3 || i == 6)
+            ck_assert_int_eq(tune_study_tell_value(s, t, curve(t, 1), &err), TUNE_OK);
+        tune_study_free(s);
+        if (i == 5) {
+            ck_assert_int_eq(tune_study_resume(path, 0, &s, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_get_trial(s, 3, &t, &err), TUNE_OK);
+            ck_assert_int_eq(tune_study_tell_value(s, t, curve(t, 1), &err), TUNE_OK);
+            tune_study_free(s);
+        }
+    }
+    tune_test_rmtree(dir);
+    free(dir);
+}
+END_TEST
+
 /* ---- many threads ---------------------------------------------------------- */
 
 #define N_THREADS 4
@@ -548,6 +694,8 @@ static Suite *suite(void)
     tcase_add_test(tc, failed_with_reason);
     tcase_add_test(tc, refused_tells);
     tcase_add_test(tc, resume_continues);
+    tcase_add_test(tc, shared_across_studies);
+    tcase_add_test(tc, shared_searcher_pending);
     tcase_add_test(tc, threads);
     suite_add_tcase(s, tc);
     return s;

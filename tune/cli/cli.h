@@ -22,6 +22,9 @@ int cli_best(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_dashboard(int argc, char **argv);
+int cli_ask(int argc, char **argv);
+int cli_tell(int argc, char **argv);
+int cli_step(int argc, char **argv);
 
 /* MPI (cli_mpi.c): whether mpirun/srun started this process as one of several
  * ranks, and the run on every rank (rank 0 calls run(), which frees the study). */

@@ -24,6 +24,10 @@ static const char usage[] =
     "  export DIR --csv FILE [--progress]     write results (or each report) as CSV\n"
     "  report DIR [-o FILE]                   write the HTML report (default DIR/report.html)\n"
     "  dashboard DIR [--port N] [--host ADDR] serve the report live over HTTP while a sweep runs\n"
+    "  ask DIR [--config CONFIG]              hand out the next trial as JSON (ask and tell)\n"
+    "  tell DIR ID --value X | --state S      end an asked trial with its result\n"
+    "  step DIR ID --value X                  an asked trial's intermediate value: continue or "
+    "prune\n"
     "\n"
     "options: --help, --version (with any command)\n"
     "exit status: 0 success, 1 the run failed or trials errored, 2 usage or config error\n"
@@ -120,6 +124,12 @@ int main(int argc, char **argv)
         return cli_report(argc - 1, argv + 1);
     if (strcmp(cmd, "dashboard") == 0)
         return cli_dashboard(argc - 1, argv + 1);
+    if (strcmp(cmd, "ask") == 0)
+        return cli_ask(argc - 1, argv + 1);
+    if (strcmp(cmd, "tell") == 0)
+        return cli_tell(argc - 1, argv + 1);
+    if (strcmp(cmd, "step") == 0)
+        return cli_step(argc - 1, argv + 1);
     fprintf(stderr, "tune: unknown command '%s'\n\n%s", cmd, usage);
     return CLI_USAGE;
 }
