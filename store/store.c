@@ -1896,76 +1896,34 @@ out:
     return rs;
 }
 
-static tune_status foreach_report(struct tunep_store *st, int last_attempt_only, tunep_report_cb cb,
-                                  void *ud, tune_error *err)
+/*
+ * Calls cb for every stored report, ordered by trial_id, attempt, iteration;
+ * with last_attempt_only, for each trial's current attempt only. Stores made
+ * before the host columns existed give their times as unknown.
+ */
+static tune_status foreach_report_row(struct tunep_store *st, int last_attempt_only,
+                                      tunep_report_row_cb cb, void *ud, tune_error *err)
 {
     sqlite3_stmt *q = NULL, *qm = NULL;
     struct metric_rows m;
+    struct tunep_buf sql;
     int rc;
     if (!st || !cb)
         return tunep_error_set(err, TUNE_EINVAL, "store: foreach report: missing argument");
     memset(&m, 0, sizeof m);
-    tune_status rs =
-        prepare(st,
-                last_attempt_only ? "SELECT r.trial_id, r.attempt, r.training_iteration,"
-                                    " r.time_total_s, r.metrics FROM reports AS r JOIN trials AS t"
-                                    " ON t.trial_id = r.trial_id AND t.attempt = r.attempt"
-                                    " ORDER BY r.trial_id, r.attempt, r.training_iteration"
-                                  : "SELECT trial_id, attempt, training_iteration, time_total_s,"
-                                    " metrics FROM reports"
-                                    " ORDER BY trial_id, attempt, training_iteration",
-                0, &q, err);
-    if (rs || (rs = prepare(st, metrics_sql, 0, &qm, err)))
-        goto out;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t trial_id = sqlite3_column_int64(q, 0);
-        if ((rs = decode_metrics(st, qm, (const char *)sqlite3_column_text(q, 4), trial_id, &m,
-                                 err)))
-            goto out;
-        if ((rs = cb(ud, trial_id, sqlite3_column_int(q, 1), sqlite3_column_int64(q, 2),
-                     column_real(q, 3), m.n, m.names, m.values)) != TUNE_OK)
-            goto out;
-    }
-    if (rc != SQLITE_DONE)
-        rs = db_fail(st, err, "read reports");
-out:
-    sqlite3_finalize(q);
-    sqlite3_finalize(qm);
-    metric_rows_done(&m);
-    return rs;
-}
-
-tune_status tunep_store_foreach_report(struct tunep_store *st, tunep_report_cb cb, void *ud,
-                                       tune_error *err)
-{
-    return foreach_report(st, 0, cb, ud, err);
-}
-
-tune_status tunep_store_foreach_last_attempt_report(struct tunep_store *st, tunep_report_cb cb,
-                                                    void *ud, tune_error *err)
-{
-    return foreach_report(st, 1, cb, ud, err);
-}
-
-tune_status tunep_store_foreach_report_row(struct tunep_store *st, tunep_report_row_cb cb, void *ud,
-                                           tune_error *err)
-{
-    sqlite3_stmt *q = NULL, *qm = NULL;
-    struct metric_rows m;
-    int rc;
-    if (!st || !cb)
-        return tunep_error_set(err, TUNE_EINVAL, "store: foreach report: missing argument");
-    memset(&m, 0, sizeof m);
-    tune_status rs =
-        prepare(st,
-                st->has_host ? "SELECT trial_id, attempt, training_iteration, time_total_s,"
-                               " metrics, wall_time, time_this_iter_s, time_since_restore,"
-                               " iterations_since_restore FROM reports"
-                               " ORDER BY trial_id, attempt, training_iteration"
-                             : "SELECT trial_id, attempt, training_iteration, time_total_s,"
-                               " metrics, wall_time, NULL, NULL, NULL FROM reports"
-                               " ORDER BY trial_id, attempt, training_iteration",
-                0, &q, err);
+    tunep_buf_init(&sql);
+    tunep_buf_puts(&sql, "SELECT r.trial_id, r.attempt, r.training_iteration, r.time_total_s,"
+                         " r.metrics, r.wall_time");
+    tunep_buf_puts(&sql, st->has_host ? ", r.time_this_iter_s, r.time_since_restore,"
+                                        " r.iterations_since_restore"
+                                      : ", NULL, NULL, NULL");
+    tunep_buf_puts(&sql, " FROM reports AS r");
+    if (last_attempt_only)
+        tunep_buf_puts(&sql, " JOIN trials AS t ON t.trial_id = r.trial_id"
+                             " AND t.attempt = r.attempt");
+    tunep_buf_puts(&sql, " ORDER BY r.trial_id, r.attempt, r.training_iteration");
+    tune_status rs = sql.oom ? oom(st, err) : prepare(st, sql.data, 0, &q, err);
+    tunep_buf_done(&sql);
     if (rs || (rs = prepare(st, metrics_sql, 0, &qm, err)))
         goto out;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -1995,4 +1953,41 @@ out:
     sqlite3_finalize(qm);
     metric_rows_done(&m);
     return rs;
+}
+
+/* Hands a stored report to a tunep_report_cb, which takes its fields one by one. */
+struct report_fields {
+    tunep_report_cb cb;
+    void *ud;
+};
+
+static tune_status report_fields_cb(void *ud, const struct tunep_stored_report *r)
+{
+    const struct report_fields *f = ud;
+    return f->cb(f->ud, r->trial_id, r->attempt, r->iteration, r->time_total_s, r->n_metrics,
+                 r->metric_names, r->metric_values);
+}
+
+tune_status tunep_store_foreach_report(struct tunep_store *st, tunep_report_cb cb, void *ud,
+                                       tune_error *err)
+{
+    struct report_fields f = {cb, ud};
+    if (!cb)
+        return tunep_error_set(err, TUNE_EINVAL, "store: foreach report: missing argument");
+    return foreach_report_row(st, 0, report_fields_cb, &f, err);
+}
+
+tune_status tunep_store_foreach_last_attempt_report(struct tunep_store *st, tunep_report_cb cb,
+                                                    void *ud, tune_error *err)
+{
+    struct report_fields f = {cb, ud};
+    if (!cb)
+        return tunep_error_set(err, TUNE_EINVAL, "store: foreach report: missing argument");
+    return foreach_report_row(st, 1, report_fields_cb, &f, err);
+}
+
+tune_status tunep_store_foreach_report_row(struct tunep_store *st, tunep_report_row_cb cb, void *ud,
+                                           tune_error *err)
+{
+    return foreach_report_row(st, 0, cb, ud, err);
 }
