@@ -99,6 +99,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -254,6 +255,8 @@ static int txn_lost(struct tunep_store *st)
     return 0;
 }
 
+static tune_status explain_lost_wal(const char *db_path, tune_status rs, tune_error *err);
+
 /*
  * Sets err to TUNE_ESTORE "store: <what>: <sqlite message>" and returns it.
  * Call it right after the failing call, before anything else touches the
@@ -276,8 +279,10 @@ static tune_status TUNEP_PRINTF(3, 4)
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     int lost = txn_lost(st);
-    return tunep_error_set_at(err, TUNE_ESTORE, st->path, 0, 0, "store: %s: %s%s", what, msg,
-                              lost ? " (uncommitted writes were rolled back)" : "");
+    tune_status rs = tunep_error_set_at(err, TUNE_ESTORE, st->path, 0, 0, "store: %s: %s%s", what,
+                                        msg, lost ? " (uncommitted writes were rolled back)" : "");
+    /* A reader may open the file fine and fail only at its first read. */
+    return st->readonly && code == SQLITE_IOERR ? explain_lost_wal(st->path, rs, err) : rs;
 }
 
 static tune_status oom(const struct tunep_store *st, tune_error *err)
@@ -999,27 +1004,61 @@ static tune_status reopen_immutable_if_needed(struct tunep_store **pst, tune_err
 }
 
 /*
+ * Whether another process has the database open: every SQLite connection
+ * holds a shared lock on the -shm file's "dead man switch" byte (offset 128,
+ * SQLite's documented WAL-index locking) while it is open. Locks of this
+ * process do not count (POSIX record locks), so a caller that has its own
+ * connection open still sees other processes only.
+ */
+static int shm_in_use(const char *shm)
+{
+    int fd = open(shm, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    int used = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return used;
+}
+
+/*
+ * Whether the -wal of a running writer is gone: the -shm is there and the
+ * -wal is not (with empty_too, or is empty: a failed open may have made a
+ * new, empty one). A live writer always has its -wal, and the last
+ * connection to close removes both. With live_only, only while another
+ * process has the database open (after a crash, a writer rebuilds the -shm).
+ */
+static int wal_lost(const char *db_path, int empty_too, int live_only)
+{
+    char *wal = tunep_asprintf("%s-wal", db_path), *shm = tunep_asprintf("%s-shm", db_path);
+    struct stat sb;
+    int lost = wal && shm && access(shm, F_OK) == 0 &&
+               (stat(wal, &sb) != 0 ? errno == ENOENT : empty_too && sb.st_size == 0) &&
+               (!live_only || shm_in_use(shm));
+    tunep_free(wal);
+    tunep_free(shm);
+    return lost;
+}
+
+/*
  * SQLite reports a -wal deleted under a running writer as "disk I/O error"
- * to every later reader: say what happened instead when the -wal is gone
- * (or empty) and the -shm of a writer is still there.
+ * to every later reader, or reads the database without the writes the -wal
+ * held: say what happened instead.
  */
 static tune_status explain_lost_wal(const char *db_path, tune_status rs, tune_error *err)
 {
-    if (rs != TUNE_ESTORE)
-        return rs;
-    char *wal = tunep_asprintf("%s-wal", db_path), *shm = tunep_asprintf("%s-shm", db_path);
-    struct stat sb;
-    /* The failed open itself may have made a new, empty -wal. */
-    int wal_gone = wal && (stat(wal, &sb) != 0 ? errno == ENOENT : sb.st_size == 0);
-    if (wal_gone && shm && access(shm, F_OK) == 0)
+    if (rs == TUNE_ESTORE && wal_lost(db_path, 1, 0))
         rs = tunep_error_set_at(
             err, TUNE_ESTORE, db_path, 0, 0,
             "store: %s-wal was deleted while a run was writing: it cannot be read until that run "
             "ends (the run still writes the deleted file and folds it in when it ends); if the "
             "run was killed, %s holds the experiment and the reports up to its last checkpoint",
             base_name(db_path), base_name(db_path));
-    tunep_free(wal);
-    tunep_free(shm);
     return rs;
 }
 
@@ -1033,6 +1072,9 @@ tune_status tunep_store_open(const char *db_path, int readonly, struct tunep_sto
         return tunep_error_set(err, TUNE_EINVAL, "store: open: missing argument");
     if (!readonly && (rs = check_folder_writable(db_path, err)))
         return rs;
+    /* Reading might succeed, on a database without the writes the -wal held: refuse. */
+    if (readonly && wal_lost(db_path, 0, 1))
+        return explain_lost_wal(db_path, TUNE_ESTORE, err);
     rs = store_connect(db_path, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, readonly,
                        &st, err);
     if (rs)

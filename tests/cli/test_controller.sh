@@ -59,7 +59,14 @@ for round in $(seq 20); do
     if [ -z "$winner" ]; then
         fail "round $round: no controller ran"; wait; continue
     fi
-    "$TUNE" status "$d" >/dev/null 2>&1 || fail "round $round: status while the run holds the folder"
+    # The winner may still be creating the experiment (a loaded machine): status
+    # reads it as soon as it exists, while the run holds the folder (10 s at most).
+    seen=0
+    for _ in $(seq 200); do
+        "$TUNE" status "$d" >/dev/null 2>&1 && { seen=1; break; }
+        sleep 0.05
+    done
+    [ $seen = 1 ] || fail "round $round: status while the run holds the folder"
     i=0
     for p in $p1 $p2 $p3; do
         i=$((i + 1))
@@ -158,7 +165,13 @@ cat >"$tmp/w.json" <<'JSON'
 JSON
 "$TUNE" run "$tmp/w.json" --storage "$tmp/wal" --quiet >/dev/null 2>&1 &
 pid=$!
-sleep 0.7
+# Deletes the -wal once the run is writing into it (on a loaded machine the
+# controller may take a while to get there; 10 s at most).
+for _ in $(seq 200); do
+    [ -s "$tmp/wal/experiment.db-wal" ] && break
+    sleep 0.05
+done
+[ -s "$tmp/wal/experiment.db-wal" ] || fail "the run wrote no experiment.db-wal within 10 s"
 rm -f "$tmp/wal/experiment.db-wal"
 "$TUNE" status "$tmp/wal" >"$tmp/out" 2>&1
 grep -q "experiment.db-wal was deleted while a run was writing" "$tmp/out" &&
