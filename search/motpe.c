@@ -304,8 +304,7 @@ static void contributions_2d(const double *f, size_t k, const double *ref, size_
     }
 }
 
-tune_status tunep_motpe_weights(const double *y, size_t n, size_t m, double *ret_w,
-                                tune_error *err)
+tune_status tunep_motpe_weights(const double *y, size_t n, size_t m, double *ret_w, tune_error *err)
 {
     for (size_t i = 0; i < n; i++)
         ret_w[i] = 1;

@@ -694,8 +694,8 @@ static tune_status tpe_on_complete_values(struct tunep_searcher *s, int64_t id, 
         grow((void **)&t->mo_loss, &t->cap_mo, slot + 1, m * sizeof *t->mo_loss))
         return TUNE_ENOMEM;
     for (size_t k = 0; k < m; k++)
-        t->mo_loss[slot * m + k] = isnan(scores[k]) || scores[k] == -HUGE_VAL ? (double)NAN
-                                                                               : -scores[k];
+        t->mo_loss[slot * m + k] =
+            isnan(scores[k]) || scores[k] == -HUGE_VAL ? (double)NAN : -scores[k];
     return tpe_on_complete(s, id, 1, 0.0, scores[0]);
 }
 
@@ -785,7 +785,8 @@ static int has_values(const struct tpe *t, size_t slot, size_t j)
 static tune_status split_mo(struct tpe *t, size_t nb)
 {
     size_t n = t->n_complete, m = t->m, k = 0;
-    double *y = tunep_malloc((n ? n : 1) * m * sizeof *y), *w = tunep_malloc((n ? n : 1) * sizeof *w);
+    double *y = tunep_malloc((n ? n : 1) * m * sizeof *y),
+           *w = tunep_malloc((n ? n : 1) * sizeof *w);
     size_t *slot = tunep_malloc((n ? n : 1) * sizeof *slot);
     unsigned char *below = tunep_malloc(n ? n : 1);
     tune_status st = !y || !w || !slot || !below ? TUNE_ENOMEM : TUNE_OK;
