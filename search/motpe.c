@@ -5,6 +5,7 @@
 #include "search/motpe.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "search/pareto.h"
@@ -225,53 +226,97 @@ out:
     return st;
 }
 
+static int has_nan(const double *a, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        if (isnan(a[j]))
+            return 1;
+    return 0;
+}
+
+/* Points without a NaN first (they dominate every point with one), then lexicographic. */
+static void dominance_sort(const double *y, size_t m, size_t *idx, size_t *tmp, size_t n)
+{
+    lex_sort(y, m, idx, tmp, n);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!has_nan(y + idx[i] * m, m))
+            tmp[k++] = idx[i];
+    for (size_t i = 0; i < n; i++)
+        if (has_nan(y + idx[i] * m, m))
+            tmp[k++] = idx[i];
+    memcpy(idx, tmp, n * sizeof *idx);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, z = *(const size_t *)b;
+    return (x > z) - (x < z);
+}
+
 tune_status tunep_motpe_split(const double *y, size_t n, size_t m, size_t n_below,
                               unsigned char *ret_below, tune_error *err)
 {
     memset(ret_below, n_below >= n, n);
     if (n_below >= n || n_below == 0)
         return TUNE_OK;
-    /* rank, count: n each; tie: the boundary front's rows (n x m) and its members (n) */
-    int *rank = tunep_malloc(n * sizeof *rank);
-    size_t *count = tunep_calloc(n, sizeof *count), *member = tunep_malloc(n * sizeof *member);
+    /*
+     * Fronts are peeled only as far as the good set reaches (Optuna stops there
+     * too). In dominance_sort's order a point's dominators all come before it,
+     * so one pass over the remaining points in that order finds the next
+     * front: a point joins it unless a member found so far dominates it
+     * (whatever dominates it is dominated by, or is, a member). Each pass
+     * costs (points left) x (front size), not the n^2 of a full sort.
+     */
+    size_t *rest = tunep_malloc(n * sizeof *rest), *tmp = tunep_malloc(n * sizeof *tmp);
+    size_t *front = tunep_malloc(n * sizeof *front);
     double *tie = tunep_malloc(n * m * sizeof *tie), *ref = tunep_malloc(m * sizeof *ref);
     unsigned char *pick = tunep_malloc(n);
     tune_status st = TUNE_OK;
-    if (!rank || !count || !member || !tie || !ref || !pick) {
+    if (!rest || !tmp || !front || !tie || !ref || !pick) {
         st = tunep_error_set(err, TUNE_ENOMEM, "splitting %zu trials", n);
         goto out;
     }
-    if ((st = tunep_pareto_sort(y, n, m, rank, err)))
-        goto out;
     for (size_t i = 0; i < n; i++)
-        count[rank[i]]++;
-    /* whole fronts while they fit: ranks 0 .. last */
-    size_t taken = 0;
-    int last = -1;
-    while (taken + count[last + 1] <= n_below) {
-        taken += count[last + 1];
-        last++;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        ret_below[i] = rank[i] <= last;
-        if (rank[i] == last + 1) {
-            memcpy(tie + k * m, y + i * m, m * sizeof *tie);
-            member[k++] = i;
+        rest[i] = i;
+    dominance_sort(y, m, rest, tmp, n);
+    size_t n_rest = n, taken = 0, k = 0;
+    for (;;) {
+        size_t left = 0;
+        k = 0;
+        for (size_t i = 0; i < n_rest; i++) {
+            const double *p = y + rest[i] * m;
+            int dominated = 0;
+            for (size_t f = k; f-- > 0 && !dominated;) /* the latest members are the likeliest */
+                dominated = tunep_pareto_dominates(y + front[f] * m, p, m);
+            if (dominated)
+                rest[left++] = rest[i]; /* in order, for the next pass */
+            else
+                front[k++] = rest[i];
         }
-    }
-    if (taken < n_below) { /* the rest from front last + 1, by hypervolume */
-        tunep_motpe_reference(tie, k, m, ref);
-        if ((st = tunep_motpe_hssp(tie, k, m, n_below - taken, ref, pick, err)))
+        n_rest = left;
+        if (taken + k > n_below)
+            break; /* the boundary front: the rest of the good set comes from it */
+        for (size_t f = 0; f < k; f++)
+            ret_below[front[f]] = 1;
+        taken += k;
+        if (taken == n_below)
             goto out;
-        for (size_t i = 0; i < k; i++)
-            if (pick[i])
-                ret_below[member[i]] = 1;
     }
+    /* The rest from the boundary front, by hypervolume, its members in trial order. */
+    qsort(front, k, sizeof *front, cmp_size);
+    for (size_t f = 0; f < k; f++)
+        memcpy(tie + f * m, y + front[f] * m, m * sizeof *tie);
+    tunep_motpe_reference(tie, k, m, ref);
+    if ((st = tunep_motpe_hssp(tie, k, m, n_below - taken, ref, pick, err)))
+        goto out;
+    for (size_t f = 0; f < k; f++)
+        if (pick[f])
+            ret_below[front[f]] = 1;
 out:
-    tunep_free(rank);
-    tunep_free(count);
-    tunep_free(member);
+    tunep_free(rest);
+    tunep_free(tmp);
+    tunep_free(front);
     tunep_free(tie);
     tunep_free(ref);
     tunep_free(pick);

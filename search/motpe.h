@@ -51,10 +51,12 @@ tune_status tunep_motpe_hssp(const double *y, size_t n, size_t m, size_t k, cons
 /*
  * MOTPE's split of n finished trials into n_below good ones (ret_below[i] =
  * 1) and the rest (0), as Optuna's _split_complete_trials_multi_objective:
- * whole non-dominated fronts (tunep_pareto_sort()) in rank order while they
- * fit, then tunep_motpe_hssp() picks the remainder from the first front that
- * does not fit, bounded by that front's tunep_motpe_reference(). n_below >= n
- * takes every trial. TUNE_ENOMEM.
+ * whole non-dominated fronts (the ranks of tunep_pareto_sort()) in rank
+ * order while they fit, then tunep_motpe_hssp() picks the remainder from the
+ * first front that does not fit (its members in trial order), bounded by
+ * that front's tunep_motpe_reference(). n_below >= n takes every trial. The
+ * fronts are peeled only as far as needed: O(m n f) for f points per front.
+ * TUNE_ENOMEM.
  */
 tune_status tunep_motpe_split(const double *y, size_t n, size_t m, size_t n_below,
                               unsigned char *ret_below, tune_error *err);

@@ -9,6 +9,8 @@
  * plus the pending trials under constant liar, as Optuna's constant_liar);
  * one Parzen estimator is fitted to each, n_ei_candidates points are drawn
  * from the "below" one and the point with the largest l(x) / g(x) wins.
+ * With several objectives the split and the "below" weights are MOTPE's
+ * (search/motpe.h; split() and weigh() below), the rest is unchanged.
  * Estimators work in an internal coordinate per parameter: the value for
  * linear ranges, its log for log ranges, the index of the value for integer
  * and quantized linear ranges, the normal CDF for randn (search/unit.c's

@@ -341,6 +341,64 @@ START_TEST(test_split_and_weights_match_optuna)
 }
 END_TEST
 
+/*
+ * The split peels fronts only as far as needed; on random tables (few distinct
+ * values, so equal points and ties abound; some NaNs) it must equal whole
+ * fronts of tunep_pareto_sort()'s ranks, then tunep_motpe_hssp() on the
+ * boundary front in trial order.
+ */
+START_TEST(test_split_equals_full_sort)
+{
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    ck_assert_ptr_nonnull(r);
+    gsl_rng_set(r, 42);
+    enum { N = 40 };
+    double y[N * 3], tie[N * 3], ref[3];
+    int rank[N];
+    size_t members[N];
+    unsigned char got[N], want[N], pick[N];
+    for (int round = 0; round < 300; round++) {
+        size_t m = 2 + (size_t)round % 2, n = 2 + gsl_rng_uniform_int(r, N - 1);
+        for (size_t i = 0; i < n * m; i++)
+            y[i] = round % 5 == 0 && gsl_rng_uniform(r) < 0.05
+                       ? (double)NAN
+                       : (double)gsl_rng_uniform_int(r, 6 + (unsigned long)round % 20);
+        OK(tunep_pareto_sort(y, n, m, rank, &err));
+        for (size_t nb = 1; nb < n; nb++) {
+            OK(tunep_motpe_split(y, n, m, nb, got, &err));
+            size_t taken = 0;
+            int last = -1;
+            for (;;) {
+                size_t count = 0;
+                for (size_t i = 0; i < n; i++)
+                    count += rank[i] == last + 1;
+                if (taken + count > nb)
+                    break;
+                taken += count;
+                last++;
+            }
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++) {
+                want[i] = rank[i] <= last;
+                if (rank[i] == last + 1) {
+                    memcpy(tie + k * m, y + i * m, m * sizeof *y);
+                    members[k++] = i;
+                }
+            }
+            if (taken < nb) {
+                tunep_motpe_reference(tie, k, m, ref);
+                OK(tunep_motpe_hssp(tie, k, m, nb - taken, ref, pick, &err));
+                for (size_t i = 0; i < k; i++)
+                    want[members[i]] |= pick[i];
+            }
+            ck_assert_msg(memcmp(got, want, n) == 0, "round %d, %zu points, %zu good", round, n,
+                          nb);
+        }
+    }
+    gsl_rng_free(r);
+}
+END_TEST
+
 /* ---- TPE with several objectives ------------------------------------------- */
 
 static const char *const ten[10] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"};
@@ -625,6 +683,7 @@ static Suite *motpe_suite(void)
     tcase_add_test(tc, test_hssp_by_hand);
     tcase_add_test(tc, test_weights_by_hand);
     tcase_add_test(tc, test_split_and_weights_match_optuna);
+    tcase_add_test(tc, test_split_equals_full_sort);
     tcase_add_test(tc, test_tpe_end_to_end);
     tcase_add_test(tc, test_suggestions_are_valid);
     tcase_add_test(tc, test_zdt1_beats_random);

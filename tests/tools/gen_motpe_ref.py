@@ -69,6 +69,7 @@ def weights_below(lvals):
 
 
 def main():
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     print("/* tests/tools/gen_motpe_ref.py, Optuna %s */" % optuna.__version__)
     for name, (directions, rows) in SETS.items():
         study = optuna.create_study(directions=directions)
