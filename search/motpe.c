@@ -83,6 +83,42 @@ static double box_volume(const double *p, const double *ref, size_t m)
 }
 
 /*
+ * The volume that the k points s cover inside the box [q, ref]: that of the
+ * points clipped to it, max(s_i, q). Clipped points are mostly dominated by
+ * others (and repeat), which the exact hypervolume would still slice
+ * through, so only the non-dominated distinct ones are kept (the same
+ * volume). clip: room for k rows of m.
+ */
+static tune_status covered_volume(const double *s, size_t k, const double *q, size_t m,
+                                  const double *ref, double *clip, double *ret, tune_error *err)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < k; i++) {
+        double *c = clip + kept * m;
+        for (size_t j = 0; j < m; j++)
+            c[j] = fmax(s[i * m + j], q[j]);
+        int drop = 0;
+        for (size_t o = 0; o < kept && !drop; o++) {
+            const double *p = clip + o * m;
+            drop = tunep_pareto_dominates(p, c, m) || memcmp(p, c, m * sizeof *p) == 0;
+        }
+        if (drop)
+            continue;
+        size_t left = 0; /* the new point may dominate some kept ones */
+        for (size_t o = 0; o < kept; o++)
+            if (!tunep_pareto_dominates(c, clip + o * m, m)) {
+                if (left != o)
+                    memmove(clip + left * m, clip + o * m, m * sizeof *clip);
+                left++;
+            }
+        if (left != kept)
+            memmove(clip + left * m, c, m * sizeof *clip);
+        kept = left + 1;
+    }
+    return tunep_pareto_hypervolume(clip, kept, m, ref, ret, err);
+}
+
+/*
  * Two objectives, as Optuna's _solve_hssp_2d: u[0..nu) are distinct points
  * of one front in lexicographic order (f0 up, so f1 down). Each keeps the far
  * corner of the rectangle that it alone would add: a chosen point caps the
@@ -154,11 +190,8 @@ static tune_status hssp_nd(const double *y, size_t m, const size_t *u, size_t nu
                                                (bound[stale] == bound[best] && stale > best))))
                 break;
             const double *q = y + u[stale] * m;
-            for (size_t s = 0; s < it; s++)
-                for (size_t j = 0; j < m; j++)
-                    clip[s * m + j] = fmax(sel[s * m + j], q[j]);
             double covered;
-            tune_status st = tunep_pareto_hypervolume(clip, it, m, ref, &covered, err);
+            tune_status st = covered_volume(sel, it, q, m, ref, clip, &covered, err);
             if (st)
                 return st;
             bound[stale] = box_volume(q, ref, m) - covered;
@@ -356,7 +389,7 @@ tune_status tunep_motpe_weights(const double *y, size_t n, size_t m, double *ret
     if (n <= 1 || !all_finite(y, n * m))
         return TUNE_OK;
     double *ref = tunep_malloc(m * sizeof *ref), *f = tunep_malloc(n * m * sizeof *f);
-    double *rest = tunep_malloc(n * m * sizeof *rest), *c = tunep_malloc(n * sizeof *c);
+    double *rest = tunep_malloc(2 * n * m * sizeof *rest), *c = tunep_malloc(n * sizeof *c);
     int *front = tunep_malloc(n * sizeof *front);
     size_t *order = tunep_malloc(2 * n * sizeof *order);
     tune_status st = TUNE_OK;
@@ -375,16 +408,14 @@ tune_status tunep_motpe_weights(const double *y, size_t n, size_t m, double *ret
     if (m == 2) {
         contributions_2d(f, k, ref, order, order + n, c);
     } else {
-        double all;
-        if ((st = tunep_pareto_hypervolume(f, k, m, ref, &all, err)))
-            goto out;
-        for (size_t a = 0; a < k; a++) { /* what the front loses without point a */
+        for (size_t a = 0; a < k; a++) { /* what only point a covers: its box less the others' */
             memcpy(rest, f, a * m * sizeof *rest);
             memcpy(rest + a * m, f + (a + 1) * m, (k - a - 1) * m * sizeof *rest);
-            double without;
-            if ((st = tunep_pareto_hypervolume(rest, k - 1, m, ref, &without, err)))
+            double covered;
+            if ((st = covered_volume(rest, k - 1, f + a * m, m, ref, rest + (k - 1) * m, &covered,
+                                     err)))
                 goto out;
-            c[a] = all - without;
+            c[a] = box_volume(f + a * m, ref, m) - covered;
         }
     }
     double top = 0;

@@ -399,6 +399,88 @@ START_TEST(test_split_equals_full_sort)
 }
 END_TEST
 
+/* The volume of points y (rows of m) inside ref, by pareto.c. */
+static double hv(const double *y, size_t n, size_t m, const double *ref)
+{
+    double v;
+    OK(tunep_pareto_hypervolume(y, n, m, ref, &v, &err));
+    return v;
+}
+
+/*
+ * Three and four objectives on random fronts-to-be (continuous values, so no
+ * ties): the weights against the definition (the front's volume less its
+ * volume without the point, over the largest such difference), and the
+ * lazy subset selection against the plain greedy, which adds the point of
+ * largest hv(chosen + point) - hv(chosen) each time.
+ */
+START_TEST(test_nd_against_definitions)
+{
+    gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256);
+    ck_assert_ptr_nonnull(r);
+    gsl_rng_set(r, 7);
+    enum { N = 24 };
+    double y[N * 4], f[N * 4], rest[N * 4], ref[4], w[N], c[N];
+    int on[N], rank[N];
+    unsigned char got[N];
+    for (int round = 0; round < 60; round++) {
+        size_t m = 3 + (size_t)round % 2, n = 3 + gsl_rng_uniform_int(r, N - 2);
+        for (size_t i = 0; i < n * m; i++)
+            y[i] = gsl_rng_uniform(r) - 0.3;
+        /* weights */
+        OK(tunep_motpe_weights(y, n, m, w, &err));
+        tunep_motpe_reference(y, n, m, ref);
+        size_t k = 0;
+        tunep_pareto_front(y, n, m, on);
+        for (size_t i = 0; i < n; i++)
+            if (on[i])
+                memcpy(f + k++ * m, y + i * m, m * sizeof *y);
+        double all = hv(f, k, m, ref), top = 0;
+        for (size_t a = 0; a < k; a++) {
+            memcpy(rest, f, a * m * sizeof *f);
+            memcpy(rest + a * m, f + (a + 1) * m, (k - a - 1) * m * sizeof *f);
+            c[a] = all - hv(rest, k - 1, m, ref);
+            top = fmax(top, c[a]);
+        }
+        for (size_t i = 0, a = 0; i < n; i++) {
+            double want = on[i] ? fmax(c[a++] / top, 1e-12) : 1e-12;
+            ck_assert_msg(fabs(w[i] - want) <= 1e-9, "round %d, w[%zu] = %.17g, want %.17g", round,
+                          i, w[i], want);
+        }
+        /* subset selection on the first front */
+        OK(tunep_pareto_sort(y, n, m, rank, &err));
+        k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (rank[i] == 0)
+                memcpy(f + k++ * m, y + i * m, m * sizeof *y);
+        tunep_motpe_reference(f, k, m, ref);
+        for (size_t want_k = 1; want_k < k; want_k++) {
+            OK(tunep_motpe_hssp(f, k, m, want_k, ref, got, &err));
+            unsigned char chosen[N] = {0};
+            size_t ns = 0;
+            for (size_t it = 0; it < want_k; it++) {
+                double base = hv(rest, ns, m, ref), best_gain = -1;
+                size_t best = k;
+                for (size_t p = 0; p < k; p++) {
+                    if (chosen[p])
+                        continue;
+                    memcpy(rest + ns * m, f + p * m, m * sizeof *f);
+                    double gain = hv(rest, ns + 1, m, ref) - base;
+                    if (gain > best_gain) {
+                        best_gain = gain;
+                        best = p;
+                    }
+                }
+                chosen[best] = 1;
+                memcpy(rest + ns++ * m, f + best * m, m * sizeof *f);
+            }
+            ck_assert_msg(memcmp(got, chosen, k) == 0, "round %d, %zu of %zu", round, want_k, k);
+        }
+    }
+    gsl_rng_free(r);
+}
+END_TEST
+
 /* ---- TPE with several objectives ------------------------------------------- */
 
 static const char *const ten[10] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"};
@@ -684,6 +766,7 @@ static Suite *motpe_suite(void)
     tcase_add_test(tc, test_weights_by_hand);
     tcase_add_test(tc, test_split_and_weights_match_optuna);
     tcase_add_test(tc, test_split_equals_full_sort);
+    tcase_add_test(tc, test_nd_against_definitions);
     tcase_add_test(tc, test_tpe_end_to_end);
     tcase_add_test(tc, test_suggestions_are_valid);
     tcase_add_test(tc, test_zdt1_beats_random);
