@@ -263,6 +263,7 @@ tune_status tunep_config_from_options(const tune_options *o, tune_space *space,
         goto fail;
     }
     for (size_t i = 0; i < o->num_metrics; i++) {
+        st = TUNE_OK;
         if (!o->metrics[i])
             st = tunep_error_set(err, TUNE_EINVAL, "metrics[%zu]: NULL", i);
         else if ((unsigned)o->modes[i] >= TUNE_MODE_COUNT)
