@@ -653,7 +653,7 @@ static void counting_free(void *p)
     free(p);
 }
 
-/* 30 trials of three objectives (some pending, one failed); each call succeeds or says ENOMEM. */
+/* 22 trials of three objectives (some pending, one failed); each call succeeds or says ENOMEM. */
 static void oom_scenario(const tune_space *sp, int multivariate)
 {
     struct tunep_tpe_config c;
@@ -669,7 +669,7 @@ static void oom_scenario(const tune_space *sp, int multivariate)
     gsl_rng *r = gsl_rng_alloc(tunep_rng_xoshiro256); /* GSL's malloc, not ours */
     ck_assert_ptr_nonnull(r);
     struct tunep_value v[3];
-    for (int i = 0; i < 30; i++) {
+    for (int i = 0; i < 22; i++) {
         gsl_rng_set(r, (unsigned long)tunep_trial_seed(3, i, TUNEP_RNG_SAMPLE));
         st = s->ops->suggest(s, i, r, v, &err);
         ck_assert(st == TUNE_OK || st == TUNE_ENOMEM);
