@@ -1,16 +1,21 @@
 /*
- * moo_bench.c - NSGA-II (search/nsga2.c) on ZDT1 and ZDT2 (Zitzler, Deb and
- * Thiele 2000), one trial at a time (ask, evaluate, tell), beside
- * bench/optuna_moo.py (Optuna's NSGAIISampler); bench/run_moo.sh runs both.
+ * moo_bench.c - NSGA-II (search/nsga2.c) or multi-objective TPE (search/tpe.c
+ * with search/motpe.c) on ZDT1 and ZDT2 (Zitzler, Deb and Thiele 2000), one
+ * trial at a time (ask, evaluate, tell), beside bench/optuna_moo.py (Optuna's
+ * NSGAIISampler or TPESampler); bench/run_moo.sh runs both.
  *
- *   moo_bench --problem zdt1|zdt2 [--evals 200] [--seeds 20] [--seed0 0] [--dim 30]
+ *   moo_bench --problem zdt1|zdt2 [--searcher nsga2|tpe|tpe-uniform] [--evals 200]
+ *             [--seeds 20] [--seed0 0] [--dim 30]
  *
  * ZDT1 and ZDT2 over [0, 1]^dim, both objectives minimised: f1 = x0,
  * g = 1 + 9 / (dim - 1) * sum(x1 .. x_{dim-1}), f2 = g (1 - sqrt(f1 / g))
  * (ZDT1, a convex front) or g (1 - (f1 / g)^2) (ZDT2, a concave one). The
  * searcher gets the negated values (its scores are larger-is-better), with
  * Optuna's NSGAIISampler defaults (population 50, crossover 0.9, swapping 0.5,
- * mutation 1 / dim). Trial i draws from the stream seeded by (seed, i), as in
+ * mutation 1 / dim), or TPE's (search/searcher.h: 10 random trials, 24
+ * candidates, gamma 0.1 without a cap, univariate; "tpe": good trials weighted
+ * by hypervolume contribution, "tpe-uniform": weighted 1 each, as Optuna 5.0's
+ * TPESampler). Trial i draws from the stream seeded by (seed, i), as in
  * a study. One JSON line per seed: the hypervolume of all `evals` points
  * bounded by the reference point (11, 11) (g <= 10 and f2 <= g, so every
  * point counts; optuna_moo.py uses the same point), and the median and mean
@@ -76,7 +81,7 @@ static double median(double *v, long n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void run(int concave, long evals, int seeds, int seed0, int dim)
+static void run(int concave, const char *searcher, long evals, int seeds, int seed0, int dim)
 {
     tune_space *space = NULL;
     tune_error err;
@@ -96,11 +101,20 @@ static void run(int concave, long evals, int seeds, int seed0, int dim)
     if (!r || !y || !wall || !cpu)
         die("out of memory", NULL);
     for (int sd = seed0; sd < seed0 + seeds; sd++) {
-        struct tunep_nsga2_config c;
-        tunep_nsga2_config_default(&c);
         struct tunep_searcher *s = NULL;
-        if (tunep_nsga2_new(space, &c, 2, &s, &err))
-            die("nsga2", &err);
+        if (strcmp(searcher, "nsga2") == 0) {
+            struct tunep_nsga2_config c;
+            tunep_nsga2_config_default(&c);
+            if (tunep_nsga2_new(space, &c, 2, &s, &err))
+                die("nsga2", &err);
+        } else {
+            struct tunep_tpe_config c;
+            tunep_tpe_config_default(&c);
+            c.n_objectives = 2;
+            c.uniform_weights_below = strcmp(searcher, "tpe-uniform") == 0;
+            if (tunep_tpe_new(space, &c, (uint64_t)sd, &s, &err))
+                die("tpe", &err);
+        }
         double sum_wall = 0, sum_cpu = 0;
         for (long i = 0; i < evals; i++) {
             gsl_rng_set(r, (unsigned long)tunep_trial_seed((uint64_t)sd, i, TUNEP_RNG_SAMPLE));
@@ -127,11 +141,11 @@ static void run(int concave, long evals, int seeds, int seed0, int dim)
         double hv;
         if (tunep_pareto_hypervolume(y, (size_t)evals, 2, ref, &hv, &err))
             die("hypervolume", &err);
-        printf("{\"bench\": \"tune\", \"sampler\": \"nsga2\", \"problem\": \"%s\", \"dim\": %d, "
+        printf("{\"bench\": \"tune\", \"sampler\": \"%s\", \"problem\": \"%s\", \"dim\": %d, "
                "\"evals\": %ld, \"seed\": %d, \"hypervolume\": %.10g, \"suggest_ms_median\": %.5f, "
                "\"suggest_ms_mean\": %.5f, \"suggest_cpu_ms_median\": %.5f, "
                "\"suggest_cpu_ms_mean\": %.5f}\n",
-               concave ? "zdt2" : "zdt1", dim, evals, sd, hv, 1e3 * median(wall, evals),
+               searcher, concave ? "zdt2" : "zdt1", dim, evals, sd, hv, 1e3 * median(wall, evals),
                1e3 * sum_wall / (double)evals, 1e3 * median(cpu, evals),
                1e3 * sum_cpu / (double)evals);
         fflush(stdout);
@@ -145,14 +159,14 @@ static void run(int concave, long evals, int seeds, int seed0, int dim)
 
 static _Noreturn void usage(void)
 {
-    fprintf(stderr, "usage: moo_bench --problem zdt1|zdt2 [--evals 200] [--seeds 20] "
-                    "[--seed0 0] [--dim 30]\n");
+    fprintf(stderr, "usage: moo_bench --problem zdt1|zdt2 [--searcher nsga2|tpe|tpe-uniform] "
+                    "[--evals 200] [--seeds 20] [--seed0 0] [--dim 30]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    const char *problem = NULL;
+    const char *problem = NULL, *searcher = "nsga2";
     long evals = 200;
     int seeds = 20, seed0 = 0, dim = 30;
     for (int i = 1; i < argc; i += 2) { /* --option value pairs */
@@ -161,6 +175,8 @@ int main(int argc, char **argv)
             usage();
         if (strcmp(argv[i], "--problem") == 0)
             problem = val;
+        else if (strcmp(argv[i], "--searcher") == 0)
+            searcher = val;
         else if (strcmp(argv[i], "--evals") == 0)
             evals = strtol(val, NULL, 10);
         else if (strcmp(argv[i], "--seeds") == 0)
@@ -173,8 +189,10 @@ int main(int argc, char **argv)
             usage();
     }
     if (!problem || (strcmp(problem, "zdt1") != 0 && strcmp(problem, "zdt2") != 0) || evals < 1 ||
-        seeds < 1 || dim < 2 || dim > MAX_DIM)
+        seeds < 1 || dim < 2 || dim > MAX_DIM ||
+        (strcmp(searcher, "nsga2") != 0 && strcmp(searcher, "tpe") != 0 &&
+         strcmp(searcher, "tpe-uniform") != 0))
         usage();
-    run(strcmp(problem, "zdt2") == 0, evals, seeds, seed0, dim);
+    run(strcmp(problem, "zdt2") == 0, searcher, evals, seeds, seed0, dim);
     return 0;
 }

@@ -25,7 +25,7 @@
 enum tunep_search_algo {
     TUNEP_SEARCH_RANDOM = 0, /* Ray's BasicVariantGenerator: grid axes expanded, the rest drawn */
     TUNEP_SEARCH_GRID = 1,   /* the same, with every choice expanded as a grid axis too */
-    TUNEP_SEARCH_TPE = 2,    /* search/tpe.c */
+    TUNEP_SEARCH_TPE = 2,    /* search/tpe.c: one or several objectives (search/motpe.c) */
     TUNEP_SEARCH_GP = 3,     /* search/gp.c */
     TUNEP_SEARCH_SOBOL = 4,  /* search/qmc.c */
     TUNEP_SEARCH_LHS = 5,    /* search/qmc.c */

@@ -38,6 +38,7 @@ static const struct option options[] = {
     {"multivariate", A(TUNEP_SEARCH_TPE) | A(TUNEP_SEARCH_BOHB)},
     {"constant_liar", A(TUNEP_SEARCH_TPE) | A(TUNEP_SEARCH_BOHB)},
     {"gamma", A(TUNEP_SEARCH_TPE) | A(TUNEP_SEARCH_BOHB)},
+    {"weights_below", A(TUNEP_SEARCH_TPE)},
     {"n_candidates", A(TUNEP_SEARCH_GP)},
     {"xi", A(TUNEP_SEARCH_GP)},
     {"scramble", A(TUNEP_SEARCH_SOBOL)},
@@ -77,6 +78,8 @@ static void option_value(const struct tunep_config *c, const char *key, struct t
         tunep_buf_puts(out, c->tpe.constant_liar ? "true" : "false");
     else if (strcmp(key, "gamma") == 0)
         tunep_format_double(num, sizeof num, c->tpe.gamma);
+    else if (strcmp(key, "weights_below") == 0)
+        tunep_buf_puts(out, c->tpe.uniform_weights_below ? "uniform" : "hypervolume");
     else if (strcmp(key, "n_candidates") == 0)
         tunep_buf_printf(out, "%d", c->gp.n_candidates);
     else if (strcmp(key, "xi") == 0)
@@ -106,6 +109,8 @@ void tunep_config_search_summary(const struct tunep_config *c, struct tunep_buf 
     for (size_t i = 1; i < sizeof options / sizeof *options; i++) {
         if (!(options[i].algos & (1u << c->search)))
             continue;
+        if (strcmp(options[i].key, "weights_below") == 0 && c->n_objectives < 2)
+            continue; /* only several objectives have it */
         tunep_buf_printf(out, "%s%s ", sep, options[i].key);
         option_value(c, options[i].key, out);
         sep = ", ";
@@ -208,6 +213,11 @@ static tune_status parse_option(const struct tunep_cfgctx *ctx, struct tunep_cfg
         st = get_bool(ctx, path, key, v, &c->tpe.constant_liar);
     } else if (strcmp(key, "gamma") == 0) {
         st = get_number(ctx, path, key, v, 0, 1, 1, &c->tpe.gamma);
+    } else if (strcmp(key, "weights_below") == 0) {
+        const char *w = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(w, "hypervolume") != 0 && strcmp(w, "uniform") != 0)
+            return key_error(ctx, path, key, 0, "expected \"hypervolume\" or \"uniform\"");
+        c->tpe.uniform_weights_below = strcmp(w, "uniform") == 0;
     } else if (strcmp(key, "n_candidates") == 0) {
         if (!(st = get_int(ctx, path, key, v, 1, 1000000, &n)))
             c->gp.n_candidates = (int)n;
@@ -334,10 +344,10 @@ tune_status tunep_config_check_search(const struct tunep_cfgctx *ctx, struct tun
         return error_at(ctx, "scheduler", "type", msg);
     }
     if (c->n_objectives > 1 && c->search != TUNEP_SEARCH_RANDOM && c->search != TUNEP_SEARCH_GRID &&
-        c->search != TUNEP_SEARCH_NSGA2) {
+        c->search != TUNEP_SEARCH_NSGA2 && c->search != TUNEP_SEARCH_TPE) {
         snprintf(msg, sizeof msg,
                  "search algorithm \"%s\" optimises one metric, and \"metric\" lists %zu: use "
-                 "\"nsga2\", \"random\" or \"grid\"",
+                 "\"tpe\", \"nsga2\", \"random\" or \"grid\"",
                  tunep_search_algo_name(c->search), c->n_objectives);
         return error_at(ctx, "search", "algorithm", msg);
     }

@@ -87,6 +87,69 @@ static tune_status put_number(const struct tunep_cfgctx *ctx, struct tunep_cfgpa
     return put(ctx, obj, key, json_real(value));
 }
 
+/*
+ * Several objectives: "metric" and "mode" from metrics and modes (checked
+ * non-NULL), as lists; one objective as the single metric and mode would be,
+ * so that both spellings store the same config.
+ */
+static tune_status put_objectives(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
+                                  const tune_options *o, const tune_options *d, json_t *root)
+{
+    for (size_t i = 0; i < o->num_metrics; i++)
+        if (!tunep_utf8_valid(o->metrics[i])) {
+            tunep_cfgpath_push_key(path, "metrics");
+            tunep_cfgpath_push_index(path, (long)i);
+            tune_status st = tunep_cfg_error(ctx, path, 0, "expected UTF-8 text");
+            tunep_cfgpath_pop(path);
+            tunep_cfgpath_pop(path);
+            return st;
+        }
+    if (o->num_metrics == 1) {
+        tune_status st = put(ctx, root, "metric", json_string(o->metrics[0]));
+        if (!st && o->modes[0] != d->mode)
+            st = put(ctx, root, "mode", json_string(o->modes[0] == TUNE_MODE_MIN ? "min" : "max"));
+        return st;
+    }
+    json_t *names = json_array(), *modes = json_array(); /* new refs */
+    tune_status st = names && modes ? TUNE_OK : TUNE_ENOMEM;
+    for (size_t i = 0; !st && i < o->num_metrics; i++)
+        if (json_array_append_new(names, json_string(o->metrics[i])) ||
+            json_array_append_new(modes, json_string(o->modes[i] == TUNE_MODE_MIN ? "min" : "max")))
+            st = TUNE_ENOMEM;
+    if (st) {
+        json_decref(names);
+        json_decref(modes);
+        return tunep_error_set(ctx->err, TUNE_ENOMEM, "out of memory");
+    }
+    if ((st = put(ctx, root, "metric", names))) {
+        json_decref(modes);
+        return st;
+    }
+    return put(ctx, root, "mode", modes);
+}
+
+/*
+ * The config names the list of objectives "metric"; errors about it name the
+ * options' field instead: "metric[1]: ..." becomes "metrics[1]: ...", and
+ * with one objective "metric: ..." becomes "metrics[0]: ...". (Modes are
+ * checked before: the "mode" list is always right.)
+ */
+static void name_metrics_field(tune_error *err, size_t num_metrics)
+{
+    if (!err || err->code != TUNE_ECONFIG || strncmp(err->text, "metric", 6) != 0 ||
+        (err->text[6] != ':' && err->text[6] != '['))
+        return;
+    char text[sizeof err->text];
+    const char *to = num_metrics == 1 && err->text[6] == ':' ? "metrics[0]" : "metrics";
+    size_t tn = strlen(to), rest = strlen(err->text + 6);
+    if (tn + rest >= sizeof text)
+        rest = sizeof text - 1 - tn;
+    memcpy(text, to, tn);
+    memcpy(text + tn, err->text + 6, rest);
+    text[tn + rest] = 0;
+    memcpy(err->text, text, tn + rest + 1);
+}
+
 /* The "scheduler" object for ASHA: its type and the options that differ from the defaults. */
 static tune_status asha_object(const struct tunep_cfgctx *ctx, struct tunep_cfgpath *path,
                                const tune_asha_options *a, const tune_asha_options *d, json_t **ret)
@@ -121,10 +184,14 @@ static tune_status options_object(const struct tunep_cfgctx *ctx, const tune_opt
     tune_status st = TUNE_OK;
     if (!st && o->name)
         st = put_string(ctx, &path, root, "name", o->name);
-    if (!st && o->metric)
-        st = put_string(ctx, &path, root, "metric", o->metric);
-    if (!st && o->mode != d.mode)
-        st = put(ctx, root, "mode", json_string(o->mode == TUNE_MODE_MIN ? "min" : "max"));
+    if (!st && o->num_metrics > 0) { /* metric and mode are ignored */
+        st = put_objectives(ctx, &path, o, &d, root);
+    } else {
+        if (!st && o->metric)
+            st = put_string(ctx, &path, root, "metric", o->metric);
+        if (!st && o->mode != d.mode)
+            st = put(ctx, root, "mode", json_string(o->mode == TUNE_MODE_MIN ? "min" : "max"));
+    }
     if (!st && o->num_samples != d.num_samples)
         st = put(ctx, root, "num_samples", json_integer((json_int_t)o->num_samples));
     if (!st && o->seed != d.seed)
@@ -183,6 +250,27 @@ tune_status tunep_config_from_options(const tune_options *o, tune_space *space,
         st = tunep_error_set(err, TUNE_EINVAL, "%s: not a value of its enum", bad);
         goto fail;
     }
+    if (o->num_metrics > 0 && (!o->metrics || !o->modes)) {
+        st = tunep_error_set(err, TUNE_EINVAL, "%s: NULL, with num_metrics %zu",
+                             o->metrics ? "modes" : "metrics", o->num_metrics);
+        goto fail;
+    }
+    if (o->num_metrics > TUNEP_MAX_OBJECTIVES) {
+        struct tunep_cfgpath path = {.depth = 0};
+        tunep_cfgpath_push_key(&path, "metrics");
+        st = tunep_cfg_error(&ctx, &path, 0, "expected a list of 1 to %d metric names, got %zu",
+                             TUNEP_MAX_OBJECTIVES, o->num_metrics);
+        goto fail;
+    }
+    for (size_t i = 0; i < o->num_metrics; i++) {
+        st = TUNE_OK;
+        if (!o->metrics[i])
+            st = tunep_error_set(err, TUNE_EINVAL, "metrics[%zu]: NULL", i);
+        else if ((unsigned)o->modes[i] >= TUNE_MODE_COUNT)
+            st = tunep_error_set(err, TUNE_EINVAL, "modes[%zu]: not a value of its enum", i);
+        if (st)
+            goto fail;
+    }
     if (!(root = json_object())) { /* new ref */
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto fail;
@@ -191,6 +279,8 @@ tune_status tunep_config_from_options(const tune_options *o, tune_space *space,
         goto fail;
     st = tunep_config_from_root(&ctx, root, space, NULL, out); /* no trainer section */
     space = NULL;                                              /* taken */
+    if (st && o->num_metrics > 0)
+        name_metrics_field(err, o->num_metrics);
 fail:
     tune_space_free(space);
     json_decref(root);

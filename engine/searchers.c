@@ -14,7 +14,11 @@ tune_status tunep_study_searcher_new(struct tune_study *s, tune_error *err)
     switch (c->search) {
         case TUNEP_SEARCH_RANDOM:
         case TUNEP_SEARCH_GRID: return TUNE_OK;
-        case TUNEP_SEARCH_TPE: return tunep_tpe_new(space, &c->tpe, c->seed, &s->searcher, err);
+        case TUNEP_SEARCH_TPE: {
+            struct tunep_tpe_config tpe = c->tpe; /* several objectives: MOTPE */
+            tpe.n_objectives = c->n_objectives;
+            return tunep_tpe_new(space, &tpe, c->seed, &s->searcher, err);
+        }
         case TUNEP_SEARCH_BOHB: return tunep_bohb_new(space, &c->tpe, c->seed, &s->searcher, err);
         case TUNEP_SEARCH_GP: return tunep_gp_new(space, &c->gp, c->seed, &s->searcher, err);
         case TUNEP_SEARCH_SOBOL: return tunep_sobol_new(space, &c->qmc, c->seed, &s->searcher, err);

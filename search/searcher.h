@@ -79,7 +79,17 @@ struct tunep_tpe_config {
     int consider_endpoints; /* 0 */
     int multivariate;       /* 0: one estimator per parameter; 1: joint kernels */
     int constant_liar;      /* 1: pending trials count as the worst observed score */
-    double gamma;           /* 0.1: fraction of good trials, Optuna's default_gamma; at most 25 */
+    double gamma;           /* 0.1: fraction of good trials, Optuna's default_gamma; at most 25
+                               with one objective, no cap with several */
+    /*
+     * 1: one objective (on_complete). Several (MOTPE, search/motpe.h): scores
+     * come through on_complete_values, the good trials are chosen by
+     * non-dominated rank and hypervolume subset selection, and weigh their
+     * hypervolume contribution in l(x) (uniform_weights_below 0) or 1 each
+     * (1, as Optuna 5.0). BOHB takes one objective only.
+     */
+    size_t n_objectives;
+    int uniform_weights_below;
 };
 
 /* Gaussian-process BO (search/gp.c): Matern 5/2, ML length scales, expected improvement. */

@@ -9,6 +9,8 @@
  * plus the pending trials under constant liar, as Optuna's constant_liar);
  * one Parzen estimator is fitted to each, n_ei_candidates points are drawn
  * from the "below" one and the point with the largest l(x) / g(x) wins.
+ * With several objectives the split and the "below" weights are MOTPE's
+ * (search/motpe.h; split() and weigh() below), the rest is unchanged.
  * Estimators work in an internal coordinate per parameter: the value for
  * linear ranges, its log for log ranges, the index of the value for integer
  * and quantized linear ranges, the normal CDF for randn (search/unit.c's
@@ -49,6 +51,9 @@
 #include <string.h>
 
 #include <gsl/gsl_cdf.h>
+
+#include "search/motpe.h"
+#include "search/pareto.h"
 
 /*
  * Kernels centred more than 9 widths from a point (or cell) are left out: each
@@ -113,6 +118,12 @@ struct tpe {
     size_t *by_id;    /* slots by id */
     size_t *by_score; /* completed slots by score (best first), ties by id */
     size_t n_complete;
+
+    /* several objectives (m > 1, MOTPE: search/motpe.h); per slot, grown on completion */
+    size_t m;
+    double *mo_loss; /* [slot * m + k]: a completed trial's losses (NaN: missing) */
+    double *mo_w;    /* a good trial's weight in l(x), set by split() */
+    size_t cap_mo;   /* slots mo_loss and mo_w have room for */
 
     /* scratch, for cap_scratch slots; one block */
     size_t cap_scratch, cap_cat;
@@ -664,6 +675,39 @@ static tune_status tpe_on_complete(struct tunep_searcher *s, int64_t id, int has
     return TUNE_OK;
 }
 
+/*
+ * Several objectives: the trial's scores (larger is better, -inf for a
+ * missing or NaN value) become its losses, NaN where missing (pareto.h's
+ * order); its first score keeps the single-objective bookkeeping. Scores of
+ * another count than the study's forget the trial, as NSGA-II does.
+ */
+static tune_status tpe_on_complete_values(struct tunep_searcher *s, int64_t id, int has_scores,
+                                          const double *scores, size_t m)
+{
+    struct tpe *t = (struct tpe *)s;
+    if (!has_scores || m != t->m || !scores)
+        return tpe_on_complete(s, id, 0, 0.0, 0.0);
+    int found;
+    size_t pos = find_id(t, id, &found);
+    if (!found)
+        return TUNE_OK;
+    size_t slot = t->by_id[pos], cap = t->cap_mo;
+    if (grow((void **)&t->mo_w, &cap, slot + 1, sizeof *t->mo_w) ||
+        grow((void **)&t->mo_loss, &t->cap_mo, slot + 1, m * sizeof *t->mo_loss))
+        return TUNE_ENOMEM;
+    for (size_t k = 0; k < m; k++)
+        t->mo_loss[slot * m + k] =
+            isnan(scores[k]) || scores[k] == -HUGE_VAL ? (double)NAN : -scores[k];
+    return tpe_on_complete(s, id, 1, 0.0, scores[0]);
+}
+
+static tune_status tpe_mo_on_complete(struct tunep_searcher *s, int64_t id, int has_score,
+                                      double budget, double score)
+{
+    (void)budget;
+    return tpe_on_complete_values(s, id, has_score, &score, 1);
+}
+
 /* ---- scratch -------------------------------------------------------------- */
 
 enum { KDE_ARRAYS = 7 }; /* mu sig isig coef w reach_hi reach_lo */
@@ -736,29 +780,78 @@ static int has_values(const struct tpe *t, size_t slot, size_t j)
     return 1;
 }
 
-static void split(struct tpe *t)
+/*
+ * Several objectives: the completed trials in trial order (Optuna's), split
+ * by tunep_motpe_split() into nb good ones, whose weights in l(x) go to mo_w.
+ */
+static tune_status split_mo(struct tpe *t, size_t nb)
+{
+    size_t n = t->n_complete, m = t->m, k = 0;
+    double *y = tunep_malloc((n ? n : 1) * m * sizeof *y),
+           *w = tunep_malloc((n ? n : 1) * sizeof *w);
+    size_t *slot = tunep_malloc((n ? n : 1) * sizeof *slot);
+    unsigned char *below = tunep_malloc(n ? n : 1);
+    tune_status st = !y || !w || !slot || !below ? TUNE_ENOMEM : TUNE_OK;
+    for (size_t i = 0; !st && i < t->n_slots; i++) {
+        size_t s = t->by_id[i];
+        if (t->state[s] == SLOT_COMPLETE) {
+            memcpy(y + k * m, t->mo_loss + s * m, m * sizeof *y);
+            slot[k++] = s;
+        }
+    }
+    if (!st)
+        st = tunep_motpe_split(y, k, m, nb, below, NULL);
+    size_t kb = 0;
+    for (size_t i = 0; !st && i < k; i++)
+        if (below[i]) { /* the good ones' rows, compacted in place */
+            memmove(y + kb * m, y + i * m, m * sizeof *y);
+            slot[kb++] = slot[i];
+        }
+    if (!st && !t->c.uniform_weights_below)
+        st = tunep_motpe_weights(y, kb, m, w, NULL);
+    for (size_t i = 0; !st && i < kb; i++) {
+        t->member[slot[i]] = 1;
+        t->mo_w[slot[i]] = t->c.uniform_weights_below ? 1.0 : w[i];
+    }
+    tunep_free(y);
+    tunep_free(w);
+    tunep_free(slot);
+    tunep_free(below);
+    return st;
+}
+
+static tune_status split(struct tpe *t)
 {
     size_t n = t->n_complete;
     double g = ceil(t->c.gamma * (double)n); /* as np.ceil(0.1 * n): 0.1 * 30 gives 4 */
-    size_t nb = g < (double)TPE_MAX_BELOW ? (size_t)g : TPE_MAX_BELOW;
+    /* Several objectives: no cap, as Optuna 5.0's default_gamma_multiobjective */
+    size_t nb = g < (double)TPE_MAX_BELOW || t->m > 1 ? (size_t)g : TPE_MAX_BELOW;
     if (nb > n)
         nb = n;
     for (size_t s = 0; s < t->n_slots; s++) {
         unsigned char st = t->state[s];
         t->member[s] = st == SLOT_COMPLETE || (st == SLOT_PENDING && t->c.constant_liar) ? 2 : 0;
     }
-    for (size_t k = 0; k < nb; k++)
-        t->member[t->by_score[k]] = 1;
+    if (t->m > 1) {
+        tune_status st = split_mo(t, nb);
+        if (st)
+            return st;
+    } else {
+        for (size_t k = 0; k < nb; k++)
+            t->member[t->by_score[k]] = 1;
+    }
     t->missing = 0;
     for (size_t s = 0; s < t->n_slots && !t->missing; s++)
         t->missing = t->member[s] && !has_values(t, s, t->d);
     t->weighed[1] = t->weighed[2] = SIZE_MAX;
+    return TUNE_OK;
 }
 
 /*
  * Gives each member of set `which` that has a value in dimension j (in all
  * of them when j == d) its weight, default_weights(count) in trial order,
- * into slot_w.
+ * into slot_w; with several objectives the good set's weights are split()'s,
+ * the same in every dimension (Optuna masks them to the members with values).
  */
 static void weigh(struct tpe *t, unsigned char which, size_t j)
 {
@@ -768,6 +861,12 @@ static void weigh(struct tpe *t, unsigned char which, size_t j)
     if (t->weighed[which] == j)
         return;
     t->weighed[which] = j;
+    if (which == 1 && t->m > 1) {
+        for (size_t s = 0; s < t->n_slots; s++)
+            if (t->member[s] == 1)
+                t->slot_w[s] = t->mo_w[s];
+        return;
+    }
     for (size_t k = 0; k < t->n_slots; k++) {
         size_t s = t->by_id[k];
         count += t->member[s] == which && has_values(t, s, j);
@@ -1282,7 +1381,8 @@ static tune_status tpe_suggest(struct tunep_searcher *s, int64_t id, gsl_rng *r,
     for (size_t i = 0; i < space->n; i++) /* constants pass through */
         if (space->params[i].dist == TUNEP_DIST_CONST)
             out[i] = space->params[i].values[0];
-    split(t);
+    if (split(t))
+        return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory for %zu trials", t->n_slots);
     if (t->c.multivariate) {
         suggest_joint(t, r, out);
     } else {
@@ -1308,6 +1408,8 @@ static void tpe_free(struct tunep_searcher *s)
     tunep_free(t->vals);
     tunep_free(t->by_id);
     tunep_free(t->by_score);
+    tunep_free(t->mo_loss);
+    tunep_free(t->mo_w);
     tunep_free(t->scratch);
     tunep_free(t->cand);
     tunep_free(t->cand_score);
@@ -1330,7 +1432,8 @@ tune_status tunep_tpe_log_densities(struct tunep_searcher *s, size_t param,
         return TUNE_EINVAL;
     if (scratch_reserve(t, t->n_slots + 2))
         return TUNE_ENOMEM;
-    split(t);
+    if (split(t))
+        return TUNE_ENOMEM;
     kde_fit(t, &t->below, 1, j);
     kde_fit(t, &t->above, 2, j);
     if (m->kind == DIM_CAT) {
@@ -1357,6 +1460,17 @@ static const struct tunep_searcher_ops tpe_ops = {
     .free = tpe_free,
 };
 
+/* Several objectives: every completion through on_complete_values. */
+static const struct tunep_searcher_ops tpe_mo_ops = {
+    .name = "tpe",
+    .suggest = tpe_suggest,
+    .on_start = tpe_on_start,
+    .on_result = tpe_on_result,
+    .on_complete = tpe_mo_on_complete,
+    .free = tpe_free,
+    .on_complete_values = tpe_on_complete_values,
+};
+
 void tunep_tpe_config_default(struct tunep_tpe_config *c)
 {
     if (!c)
@@ -1368,6 +1482,8 @@ void tunep_tpe_config_default(struct tunep_tpe_config *c)
     c->multivariate = 0;
     c->constant_liar = 1;
     c->gamma = 0.1;
+    c->n_objectives = 1;
+    c->uniform_weights_below = 0;
 }
 
 tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config *c, uint64_t seed,
@@ -1390,6 +1506,9 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
         return tunep_error_set(err, TUNE_ECONFIG, "tpe: prior_weight must be a number > 0");
     if (!(c->gamma > 0.0 && c->gamma <= 1.0))
         return tunep_error_set(err, TUNE_ECONFIG, "tpe: gamma must be in (0, 1]");
+    if (c->n_objectives > TUNEP_PARETO_MAX_OBJECTIVES)
+        return tunep_error_set(err, TUNE_ECONFIG, "tpe: at most %d objectives, got %zu",
+                               TUNEP_PARETO_MAX_OBJECTIVES, c->n_objectives);
     size_t d = 0, cats = 0;
     for (size_t i = 0; i < space->n; i++) {
         const struct tunep_param *p = &space->params[i];
@@ -1410,9 +1529,10 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
     struct tpe *t = tunep_calloc(1, sizeof *t);
     if (!t)
         return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory");
-    t->base.ops = &tpe_ops;
     t->base.space = space;
     t->c = *c;
+    t->m = c->n_objectives > 1 ? c->n_objectives : 1;
+    t->base.ops = t->m > 1 ? &tpe_mo_ops : &tpe_ops;
     t->cap_cat = cats;
     size_t n_ei = (size_t)c->n_ei_candidates;
     t->dims = tunep_calloc(d ? d : 1, sizeof *t->dims);

@@ -71,10 +71,14 @@ static const struct bad_case bad[] = {
     {"{\"metric\": [\"a\", \"training_iteration\"], \"mode\": [\"max\", \"min\"]}", 1, 18,
      "metric[1]: 'training_iteration' is a column the engine fills in: no trial can report it"},
     {"{\"metric\": [\"a\", \"b\"], \"mode\": [\"max\", \"min\"], \"search\": {\"algorithm\": "
-     "\"tpe\"}}",
+     "\"gp\"}}",
      1, 72,
-     "search.algorithm: search algorithm \"tpe\" optimises one metric, and \"metric\" lists 2: "
-     "use \"nsga2\", \"random\" or \"grid\""},
+     "search.algorithm: search algorithm \"gp\" optimises one metric, and \"metric\" lists 2: "
+     "use \"tpe\", \"nsga2\", \"random\" or \"grid\""},
+    {"{\"search\": {\"algorithm\": \"tpe\", \"weights_below\": \"flat\"}}", 1, 50,
+     "search.weights_below: expected \"hypervolume\" or \"uniform\""},
+    {"{\"search\": {\"algorithm\": \"nsga2\", \"weights_below\": \"uniform\"}}", 1, 35,
+     "search.weights_below: not an option of search algorithm \"nsga2\""},
     {"{\"metric\": [\"a\", \"b\"], \"mode\": [\"max\", \"min\"], \"scheduler\": {\"type\": "
      "\"asha\"}}",
      1, 70,

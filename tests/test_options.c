@@ -2,7 +2,9 @@
  * test_options.c - studies configured with tune_options instead of JSON
  * (tune_study_new()): the defaults, every option landing on the same config
  * as its JSON key, the checks and messages shared with the config parser,
- * the space borrowed, ASHA, and a rerun into the same folder resuming.
+ * the space borrowed, ASHA, a rerun into the same folder resuming, and
+ * several objectives (metrics, modes, num_metrics) as the "metric" and
+ * "mode" lists, with errors that name those fields.
  */
 #include <math.h>
 
@@ -57,6 +59,9 @@ START_TEST(defaults)
     ck_assert_double_eq(o.asha.grace_period, 1);
     ck_assert_double_eq(o.asha.reduction_factor, 4);
     ck_assert_int_eq(o.asha.brackets, 1);
+    ck_assert_ptr_null(o.metrics);
+    ck_assert_ptr_null(o.modes);
+    ck_assert_uint_eq(o.num_metrics, 0);
 
     /* A study from the defaults is one from "{}". */
     tune_study *a = NULL, *b = NULL;
@@ -312,6 +317,94 @@ START_TEST(rerun_resumes)
 }
 END_TEST
 
+static const char *const two_metrics[] = {"acc", "latency"};
+static const tune_mode two_modes[] = {TUNE_MODE_MAX, TUNE_MODE_MIN};
+
+START_TEST(objective_lists)
+{
+    tune_options o;
+    tune_options_default(&o);
+    o.metric = "score"; /* ignored: the lists override metric and mode */
+    o.mode = TUNE_MODE_MIN;
+    o.metrics = two_metrics;
+    o.modes = two_modes;
+    o.num_metrics = 2;
+    tune_study *a = NULL, *b = NULL;
+    tune_error err;
+    ck_assert_msg(tune_study_new(&o, NULL, &a, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_int_eq(tune_study_new_from_json("{\"metric\": [\"acc\", \"latency\"],"
+                                              " \"mode\": [\"max\", \"min\"]}",
+                                              NULL, &b, &err),
+                     TUNE_OK);
+    ck_assert_str_eq(a->cfg.json, b->cfg.json);
+    ck_assert_uint_eq(a->cfg.n_objectives, 2);
+    ck_assert_str_eq(a->cfg.objectives[0], "acc");
+    ck_assert_str_eq(a->cfg.objectives[1], "latency");
+    ck_assert_int_eq(a->cfg.objectives_max[0], 1);
+    ck_assert_int_eq(a->cfg.objectives_max[1], 0);
+    ck_assert_str_eq(a->cfg.metric, "acc");
+    ck_assert_uint_eq(tune_study_objective_count(a), 2);
+    tune_study_free(a);
+    tune_study_free(b);
+
+    /* One objective: the same study as metric and mode. */
+    static const tune_mode min[] = {TUNE_MODE_MIN};
+    o.metrics = two_metrics + 1;
+    o.modes = min;
+    o.num_metrics = 1;
+    ck_assert_int_eq(tune_study_new(&o, NULL, &a, &err), TUNE_OK);
+    tune_options_default(&o);
+    o.metric = "latency";
+    o.mode = TUNE_MODE_MIN;
+    ck_assert_int_eq(tune_study_new(&o, NULL, &b, &err), TUNE_OK);
+    ck_assert_str_eq(a->cfg.json, b->cfg.json);
+    ck_assert_uint_eq(a->cfg.n_objectives, 1);
+    tune_study_free(a);
+    tune_study_free(b);
+}
+END_TEST
+
+START_TEST(objective_list_errors)
+{
+    tune_options o;
+    const char *dup[] = {"acc", "acc"}, *reserved[] = {"acc", "training_iteration"};
+    const char *empty[] = {""}, *bad_utf8[] = {"acc", "lat\xff"}, *with_null[] = {"acc", NULL};
+    const char *many[17];
+    tune_mode modes[17], bad_mode[] = {TUNE_MODE_MAX, (tune_mode)9};
+    for (int i = 0; i < 17; i++) {
+        many[i] = "m";
+        modes[i] = TUNE_MODE_MAX;
+    }
+    tune_options_default(&o);
+    o.metrics = dup, o.modes = two_modes, o.num_metrics = 2;
+    check_error(&o, TUNE_ECONFIG, "metrics[1]: 'acc' is already an objective");
+    o.metrics = reserved;
+    check_error(&o, TUNE_ECONFIG,
+                "metrics[1]: 'training_iteration' is a column the engine fills in: no trial can "
+                "report it");
+    o.metrics = bad_utf8;
+    check_error(&o, TUNE_ECONFIG, "metrics[1]: expected UTF-8 text");
+    o.metrics = empty, o.num_metrics = 1;
+    check_error(&o, TUNE_ECONFIG, "metrics[0]: expected a non-empty string of at most 128 bytes");
+    o.metrics = many, o.modes = modes, o.num_metrics = 17;
+    check_error(&o, TUNE_ECONFIG, "metrics: expected a list of 1 to 16 metric names, got 17");
+    o.metrics = two_metrics, o.modes = two_modes, o.num_metrics = 2;
+    o.scheduler = TUNE_SCHEDULER_ASHA; /* a rule of the config, named as there */
+    check_error(&o, TUNE_ECONFIG,
+                "scheduler.type: the ASHA scheduler compares trials by one metric, and \"metric\" "
+                "lists 2: use the fifo scheduler, or one metric");
+    tune_options_default(&o);
+    o.metrics = NULL, o.modes = two_modes, o.num_metrics = 2;
+    check_error(&o, TUNE_EINVAL, "metrics: NULL, with num_metrics 2");
+    o.metrics = two_metrics, o.modes = NULL;
+    check_error(&o, TUNE_EINVAL, "modes: NULL, with num_metrics 2");
+    o.metrics = with_null, o.modes = two_modes;
+    check_error(&o, TUNE_EINVAL, "metrics[1]: NULL");
+    o.metrics = two_metrics, o.modes = bad_mode;
+    check_error(&o, TUNE_EINVAL, "modes[1]: not a value of its enum");
+}
+END_TEST
+
 static Suite *options_suite(void)
 {
     Suite *s = suite_create("options");
@@ -322,6 +415,8 @@ static Suite *options_suite(void)
     tcase_add_test(tc, errors_name_the_option);
     tcase_add_test(tc, asha_runs_as_from_json);
     tcase_add_test(tc, rerun_resumes);
+    tcase_add_test(tc, objective_lists);
+    tcase_add_test(tc, objective_list_errors);
     suite_add_tcase(s, tc);
     return s;
 }

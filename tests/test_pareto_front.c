@@ -7,6 +7,13 @@
  * single-objective case (every trial sharing the best value) and the error
  * when no finished trial reported an objective.
  *
+ * Then studies that search with two objectives (accuracy maximised, latency
+ * minimised, from two parameters): set up with tune_options' metric lists
+ * (random search), with JSON and "nsga2", with JSON and "tpe" (MOTPE), and
+ * driven by ask and tell with "tpe" (each trial reports both metrics, then
+ * is told COMPLETE). Each study's front must be the one computed by hand from
+ * the values its trials reported, in the documented order.
+ *
  * Each trial k (a grid over 0..N-1, one at a time) reports TABLE[k]:
  *
  *   k   f1    f2    front?
@@ -28,6 +35,7 @@
 #include <math.h>
 
 #include "check_util.h"
+#include "engine/study.h"
 #include "tune.h"
 
 #define N_ROWS 11
@@ -242,6 +250,199 @@ START_TEST(front_errors)
 }
 END_TEST
 
+/* ---- searched studies of two objectives ----------------------------------- */
+
+#define SEARCH_TRIALS 40
+
+/* Each trial's reported (accuracy, latency) by id; NaN until it reports. */
+static double reported[SEARCH_TRIALS][2];
+
+/* Accuracy (max) peaks at x = 0.7 and falls with y; latency (min) grows with x and falls with y. */
+static void two_objectives(double x, double y, double *acc, double *lat)
+{
+    *acc = 1 - (x - 0.7) * (x - 0.7) - 0.2 * y;
+    *lat = 1 + 5 * x + 2 * (1 - y) * (1 - y);
+}
+
+static tune_status search_objective(tune_trial *t, void *ud)
+{
+    (void)ud;
+    int64_t id = tune_trial_id(t);
+    ck_assert(id >= 0 && id < SEARCH_TRIALS);
+    double acc, lat, x = tune_trial_get_double_or(t, "x", -1),
+                     y = tune_trial_get_double_or(t, "y", -1);
+    two_objectives(x, y, &acc, &lat);
+    reported[id][0] = acc;
+    reported[id][1] = lat;
+    const char *names[2] = {"acc", "latency"};
+    double v[2] = {acc, lat};
+    return tune_trial_report(t, 2, names, v, NULL);
+}
+
+static void reset_reported(void)
+{
+    for (int i = 0; i < SEARCH_TRIALS; i++)
+        reported[i][0] = reported[i][1] = (double)NAN;
+}
+
+/*
+ * The front by hand: every trial that no other beats in one objective while
+ * matching it in the other (accuracy larger, latency smaller), sorted by
+ * accuracy, largest first, ties by id. Returns how many.
+ */
+static size_t front_by_hand(int64_t *ids)
+{
+    size_t n = 0;
+    for (int a = 0; a < SEARCH_TRIALS; a++) {
+        ck_assert_msg(!isnan(reported[a][0]), "trial %d never reported", a);
+        int dominated = 0;
+        for (int b = 0; b < SEARCH_TRIALS && !dominated; b++)
+            dominated = reported[b][0] >= reported[a][0] && reported[b][1] <= reported[a][1] &&
+                        (reported[b][0] > reported[a][0] || reported[b][1] < reported[a][1]);
+        if (!dominated)
+            ids[n++] = a;
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort: accuracy down, then id up */
+        for (size_t j = i; j > 0 && reported[ids[j]][0] > reported[ids[j - 1]][0]; j--) {
+            int64_t t = ids[j];
+            ids[j] = ids[j - 1];
+            ids[j - 1] = t;
+        }
+    return n;
+}
+
+static void check_searched_front(tune_study *s, const char *what)
+{
+    int64_t want[SEARCH_TRIALS];
+    size_t n_want = front_by_hand(want), n = 0;
+    tune_result **front = NULL;
+    tune_error err;
+    ck_assert_uint_eq(tune_study_objective_count(s), 2);
+    ck_assert_msg(tune_study_pareto_front(s, &front, &n, &err) == TUNE_OK, "%s", err.text);
+    ck_assert_msg(n == n_want && n >= 2, "%s: %zu on the front, by hand %zu", what, n, n_want);
+    for (size_t i = 0; i < n; i++) {
+        double acc, lat;
+        ck_assert_int_eq(tune_result_trial_id(front[i]), want[i]);
+        ck_assert_int_eq(tune_result_get_metric(front[i], "acc", &acc, NULL), TUNE_OK);
+        ck_assert_int_eq(tune_result_get_metric(front[i], "latency", &lat, NULL), TUNE_OK);
+        ck_assert(acc == reported[want[i]][0] && lat == reported[want[i]][1]);
+    }
+    tune_results_free(front, n);
+}
+
+static tune_space *xy_space(void)
+{
+    tune_space *sp = NULL;
+    ck_assert_int_eq(tune_space_new(&sp, NULL), TUNE_OK);
+    ck_assert_int_eq(tune_space_add_uniform(sp, "x", 0, 1, NULL), TUNE_OK);
+    ck_assert_int_eq(tune_space_add_uniform(sp, "y", 0, 1, NULL), TUNE_OK);
+    return sp;
+}
+
+static void run_searched(tune_study *s, const char *what)
+{
+    tune_error err;
+    reset_reported();
+    ck_assert_int_eq(tune_study_set_objective(s, search_objective, NULL, &err), TUNE_OK);
+    ck_assert_msg(tune_study_run(s, &err) == TUNE_OK, "%s: %s", what, err.text);
+    int64_t c[TUNE_TRIAL_STATUS_COUNT];
+    tune_study_counts(s, c);
+    ck_assert_int_eq(c[TUNE_TRIAL_TERMINATED], SEARCH_TRIALS);
+    check_searched_front(s, what);
+}
+
+/* tune_options with the metric lists: random search over the same two objectives. */
+START_TEST(front_of_options_study)
+{
+    static const char *const metrics[] = {"acc", "latency"};
+    static const tune_mode modes[] = {TUNE_MODE_MAX, TUNE_MODE_MIN};
+    tune_options o;
+    tune_options_default(&o);
+    o.metric = "ignored"; /* metrics overrides it */
+    o.metrics = metrics;
+    o.modes = modes;
+    o.num_metrics = 2;
+    o.num_samples = SEARCH_TRIALS;
+    o.seed = 3;
+    o.max_concurrent_trials = 2;
+    o.storage = ":memory:";
+    tune_space *sp = xy_space();
+    tune_study *s = NULL;
+    tune_error err;
+    ck_assert_msg(tune_study_new(&o, sp, &s, &err) == TUNE_OK, "%s", err.text);
+    tune_space_free(sp);
+    ck_assert_str_eq(tune_study_metric(s), "acc");
+    run_searched(s, "options");
+    tune_study_free(s);
+}
+END_TEST
+
+static tune_study *json_study(const char *search)
+{
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"metric\": [\"acc\", \"latency\"], \"mode\": [\"max\", \"min\"],"
+             " \"num_samples\": %d, \"seed\": 5, \"storage\": \":memory:\","
+             " \"max_concurrent_trials\": 2, \"search\": %s}",
+             SEARCH_TRIALS, search);
+    tune_study *s = NULL;
+    tune_error err;
+    ck_assert_msg(tune_study_new_with_space_take(json, xy_space(), &s, &err) == TUNE_OK, "%s",
+                  err.text);
+    return s;
+}
+
+START_TEST(front_of_nsga2_and_tpe_studies)
+{
+    static const char *const searches[] = {
+        "{\"algorithm\": \"nsga2\", \"population_size\": 10}",
+        "{\"algorithm\": \"tpe\"}",
+        "{\"algorithm\": \"tpe\", \"weights_below\": \"uniform\", \"multivariate\": true}",
+    };
+    for (size_t i = 0; i < sizeof searches / sizeof *searches; i++) {
+        tune_study *s = json_study(searches[i]);
+        run_searched(s, searches[i]);
+        /* the searcher took both objectives */
+        ck_assert_ptr_nonnull(s->searcher);
+        ck_assert(s->searcher->ops->on_complete_values != NULL);
+        tune_study_free(s);
+    }
+}
+END_TEST
+
+/* Ask and tell with MOTPE: each trial reports both metrics, then is told COMPLETE. */
+START_TEST(front_of_ask_tell_tpe)
+{
+    tune_study *s = json_study("{\"algorithm\": \"tpe\", \"n_startup_trials\": 5}");
+    tune_trial *t;
+    tune_error err;
+    reset_reported();
+    int asked = 0;
+    tune_status st;
+    while ((st = tune_study_ask(s, &t, &err)) == TUNE_OK) {
+        asked++;
+        int64_t id = tune_trial_id(t);
+        double acc, lat, x, y;
+        ck_assert_int_eq(tune_trial_get_double(t, "x", &x, NULL), TUNE_OK);
+        ck_assert_int_eq(tune_trial_get_double(t, "y", &y, NULL), TUNE_OK);
+        two_objectives(x, y, &acc, &lat);
+        reported[id][0] = acc;
+        reported[id][1] = lat;
+        const char *names[2] = {"acc", "latency"};
+        double v[2] = {acc, lat};
+        ck_assert_int_eq(tune_trial_report(t, 2, names, v, &err), TUNE_OK);
+        ck_assert_msg(tune_study_tell(s, t, TUNE_TELL_COMPLETE, NULL, &err) == TUNE_OK, "%s",
+                      err.text);
+    }
+    ck_assert_int_eq(st, TUNE_EEXHAUSTED);
+    ck_assert_int_eq(asked, SEARCH_TRIALS);
+    ck_assert_int_eq(tune_study_finish(s, &err), TUNE_OK);
+    ck_assert(s->searcher->ops->on_complete_values != NULL);
+    check_searched_front(s, "ask and tell");
+    tune_study_free(s);
+}
+END_TEST
+
 static Suite *pareto_front_suite(void)
 {
     Suite *s = suite_create("pareto_front");
@@ -252,6 +453,9 @@ static Suite *pareto_front_suite(void)
     tcase_add_test(tc, front_mixed_directions_flipped);
     tcase_add_test(tc, front_single_objective);
     tcase_add_test(tc, front_errors);
+    tcase_add_test(tc, front_of_options_study);
+    tcase_add_test(tc, front_of_nsga2_and_tpe_studies);
+    tcase_add_test(tc, front_of_ask_tell_tpe);
     suite_add_tcase(s, tc);
     return s;
 }
