@@ -27,7 +27,7 @@
  * suggestion draws every parameter, then drops those whose option was not
  * chosen (tunep_space_mask).
  * The estimators are Optuna 3.1's to the last quirk: equal values get their
- * widths in numpy's argsort order (numpy_argsort below), and two quirks that
+ * widths in numpy's argsort order (search/np_argsort.c), and two quirks that
  * later versions changed are kept on purpose: the truncated normal's
  * log-density lacks -log(sigma) (optuna#5109, "fixed" in 3.5), and log-integer
  * ranges score by the density at log(value), not by their cell's mass
@@ -46,9 +46,13 @@
 #include "search/tpe.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <gsl/gsl_cdf.h>
+
+#include "search/np_argsort.h"
+#include "search/tpe_kernel.h"
 
 /*
  * Kernels centred more than 9 widths from a point (or cell) are left out: each
@@ -64,6 +68,8 @@
 #define TPE_MAX_BELOW    25
 #define TPE_FLAT_WEIGHTS 25
 #define TPE_SQRT_2PI     2.5066282746310002
+/* gauss_mass's memo: 2^TPE_MEMO_BITS entries, direct-mapped */
+#define TPE_MEMO_BITS 10
 
 enum dim_kind {
     DIM_CONT, /* continuous: density at x */
@@ -98,10 +104,17 @@ struct kde1 {
     double cat_hit, cat_miss; /* CAT: an observation's kernel at its own / another choice */
 };
 
+/* gauss_mass(a, b) = mass, for the last (a, b) that hashed here */
+struct memo_entry {
+    double a, b, mass;
+};
+
 struct tpe {
     struct tunep_searcher base;
     struct tunep_tpe_config c;
-    size_t d; /* modelled (non-constant) dimensions */
+    const struct tunep_tpe_kernels *kern; /* tpe_kernel.h's, for this CPU */
+    struct memo_entry *memo;              /* 2^TPE_MEMO_BITS entries */
+    size_t d;                             /* modelled (non-constant) dimensions */
     struct dim *dims;
 
     /* trials, one slot each, in on_start order; values in internal coordinates */
@@ -117,11 +130,12 @@ struct tpe {
     /* scratch, for cap_scratch slots; one block */
     size_t cap_scratch, cap_cat;
     void *scratch;
-    unsigned char *member; /* per slot: 0, 1 below, 2 above */
-    double *slot_w;        /* per slot: its weight in its set */
-    size_t *perm;          /* numpy_argsort's permutation */
-    int missing;           /* some member lacks a value: weights differ per dimension */
-    size_t weighed[3];     /* per set: the dimension slot_w holds weights for (d: all) */
+    unsigned char *member;       /* per slot: 0, 1 below, 2 above */
+    double *slot_w;              /* per slot: its weight in its set */
+    struct tunep_np_item *items; /* tunep_np_argsort's values and positions */
+    size_t *sort_work;           /* tunep_np_argsort's scratch, 2 cap */
+    int missing;                 /* some member lacks a value: weights differ per dimension */
+    size_t weighed[3];           /* per set: the dimension slot_w holds weights for (d: all) */
     struct kde1 below, above;
     double *mv_lp;                         /* multivariate: per-component log terms */
     double *mv_mu[2], *mv_lz[2], *mv_w[2]; /* multivariate: [k * d + j], log norms, log weights */
@@ -143,6 +157,28 @@ static double gauss_mass(double a, double b)
     if (a < -TPE_CUT && b > TPE_CUT) /* both tails below 1.2e-19 */
         return 1.0;
     return 1.0 - 0.5 * (erfc(-a * M_SQRT1_2) + erfc(b * M_SQRT1_2));
+}
+
+/*
+ * gauss_mass through a direct-mapped memo of its last arguments per slot:
+ * the same bits as calling it. Cell masses repeat: integer ranges' cells and
+ * centres sit on a grid and their kernels share a few widths.
+ */
+static double gauss_mass_memo(struct memo_entry *memo, double a, double b)
+{
+    uint64_t ua, ub, ea, eb;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    uint64_t h = (ua ^ (ub * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
+    struct memo_entry *e = &memo[h >> (64 - TPE_MEMO_BITS)];
+    memcpy(&ea, &e->a, sizeof ea);
+    memcpy(&eb, &e->b, sizeof eb);
+    if (ea != ua || eb != ub) { /* compared as bits: -0.0 is not 0.0, NaN is itself */
+        e->a = a;
+        e->b = b;
+        e->mass = gauss_mass(a, b);
+    }
+    return e->mass;
 }
 
 /* A draw from N(mu, sig) truncated to [low, high] by inversion (Optuna's _truncnorm.ppf). */
@@ -689,11 +725,13 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
         cap *= 2;
     size_t d = t->d ? t->d : 1, cat = t->cap_cat;
     /* kde arrays, slot_w, mv_lp, per set: mv_mu and mv_lz (cap x d) and mv_w; pmfs; then
-     * perm (size_t, aligned like double on every ABI we build for) and member (bytes) */
+     * items (a double and a size_t, aligned like double), sort_work (2 cap size_t) and
+     * member (bytes) */
     size_t n_doubles = 2 * KDE_ARRAYS * cap + 2 * cap + 2 * (2 * cap * d + cap) + 2 * cat;
-    if (n_doubles > (SIZE_MAX / 2 - cap * sizeof(size_t) - cap) / sizeof(double))
+    size_t rest = cap * (sizeof(struct tunep_np_item) + 2 * sizeof(size_t) + 1);
+    if (n_doubles > (SIZE_MAX / 2 - rest) / sizeof(double))
         return TUNE_ENOMEM;
-    double *p = tunep_malloc(n_doubles * sizeof(double) + cap * sizeof(size_t) + cap);
+    double *p = tunep_malloc(n_doubles * sizeof(double) + rest);
     if (!p)
         return TUNE_ENOMEM;
     tunep_free(t->scratch);
@@ -719,8 +757,9 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     p += cat;
     t->above.pmf = p;
     p += cat;
-    t->perm = (size_t *)(void *)p;
-    t->member = (unsigned char *)(t->perm + cap);
+    t->items = (struct tunep_np_item *)(void *)p;
+    t->sort_work = (size_t *)(void *)(t->items + cap);
+    t->member = (unsigned char *)(t->sort_work + 2 * cap);
     return TUNE_OK;
 }
 
@@ -779,171 +818,72 @@ static void weigh(struct tpe *t, unsigned char which, size_t j)
     }
 }
 
-/* ---- numpy's argsort ------------------------------------------------------- */
-
-/*
- * Optuna gives each observation the width of its farther neighbour in
- * np.argsort(mus) order, with the prior's centre appended last, so among equal
- * values (integers repeat, the prior's centre can equal one) the order numpy's
- * unstable default sort leaves decides which trial gets which width. This is
- * that sort, step for step as numpy 1.24's aquicksort and aheapsort
- * (numpy/core/src/npysort/quicksort.cpp, heapsort.cpp): median-of-3
- * quicksort down to 16 elements, then insertion sort, and heapsort below
- * 2 log2(n) levels. Checked against np.argsort on 3,000 random arrays with
- * and without ties, sorted, reversed and median-of-3 killers (which reach the
- * heapsort): identical permutations.
- */
-#define NP_SMALL_QUICKSORT 15
-#define NP_QS_STACK        128 /* numpy's PYA_QS_STACK: 2 * 64 levels */
-
-static void np_swap(size_t *a, size_t *b)
-{
-    size_t t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* numpy's aheapsort_ on tosort[0..n), as 1-based a[1..n] */
-static void np_aheapsort(const double *v, size_t *tosort, size_t n)
-{
-    size_t *a = tosort - 1, i, j, l, tmp;
-    for (l = n >> 1; l > 0; --l) {
-        tmp = a[l];
-        for (i = l, j = l << 1; j <= n;) {
-            if (j < n && v[a[j]] < v[a[j + 1]])
-                j += 1;
-            if (!(v[tmp] < v[a[j]]))
-                break;
-            a[i] = a[j];
-            i = j;
-            j += j;
-        }
-        a[i] = tmp;
-    }
-    for (; n > 1;) {
-        tmp = a[n];
-        a[n] = a[1];
-        n -= 1;
-        for (i = 1, j = 2; j <= n;) {
-            if (j < n && v[a[j]] < v[a[j + 1]])
-                j++;
-            if (!(v[tmp] < v[a[j]]))
-                break;
-            a[i] = a[j];
-            i = j;
-            j += j;
-        }
-        a[i] = tmp;
-    }
-}
-
-/* idx[0..n) = np.argsort(v[0..n)) (kind "quicksort"), bit for bit. */
-static void numpy_argsort(const double *v, size_t *idx, size_t n)
-{
-    size_t *stack[NP_QS_STACK], **sptr = stack;
-    int depth[NP_QS_STACK / 2], *psdepth = depth, cdepth = 0;
-    for (size_t k = 0; k < n; k++)
-        idx[k] = k;
-    if (n < 2)
-        return;
-    for (size_t m = n; m > 1; m >>= 1) /* npy_get_msb(n) * 2 */
-        cdepth += 2;
-    size_t *pl = idx, *pr = idx + n - 1;
-    for (;;) {
-        if (cdepth < 0) {
-            np_aheapsort(v, pl, (size_t)(pr - pl) + 1);
-            goto pop;
-        }
-        while (pr - pl > NP_SMALL_QUICKSORT) {
-            size_t *pm = pl + ((pr - pl) >> 1), *pi = pl, *pj = pr - 1;
-            if (v[*pm] < v[*pl])
-                np_swap(pm, pl);
-            if (v[*pr] < v[*pm])
-                np_swap(pr, pm);
-            if (v[*pm] < v[*pl])
-                np_swap(pm, pl);
-            double vp = v[*pm];
-            np_swap(pm, pj);
-            for (;;) {
-                do
-                    ++pi;
-                while (v[*pi] < vp);
-                do
-                    --pj;
-                while (vp < v[*pj]);
-                if (pi >= pj)
-                    break;
-                np_swap(pi, pj);
-            }
-            np_swap(pi, pr - 1);
-            if (pi - pl < pr - pi) { /* the larger side waits on the stack */
-                *sptr++ = pi + 1;
-                *sptr++ = pr;
-                pr = pi - 1;
-            } else {
-                *sptr++ = pl;
-                *sptr++ = pi - 1;
-                pl = pi + 1;
-            }
-            *psdepth++ = --cdepth;
-        }
-        for (size_t *pi = pl + 1; pi <= pr; ++pi) {
-            size_t vi = *pi, *pj = pi, *pk = pi - 1;
-            double x = v[vi];
-            while (pj > pl && x < v[*pk])
-                *pj-- = *pk--;
-            *pj = vi;
-        }
-    pop:
-        if (sptr == stack)
-            break;
-        pr = *(--sptr);
-        pl = *(--sptr);
-        cdepth = *(--psdepth);
-    }
-}
-
 /* ---- univariate estimators ------------------------------------------------ */
 
 /*
- * Fits set `which`'s estimator for dimension j: Optuna's
- * _calculate_numerical_params (or _calculate_categorical_params), with the
- * prior's centre sorted in among the observations for the neighbour widths.
+ * Set e's width of each of its n centres mu (sorted, the prior's centre
+ * prior_mu among them at p_at): the distance to the farther neighbour among
+ * [low, the centres, high], clipped to [range / min(100, n + 2), range]. x:
+ * scratch for n + 3 values.
  */
-static void kde_fit(struct tpe *t, struct kde1 *e, unsigned char which, size_t j)
+static void kde_widths(const struct tpe *t, const struct dim *m, struct kde1 *e, size_t n,
+                       size_t p_at, double *x)
+{
+    size_t n_all = n + 1;
+    double range = m->high - m->low;
+    double minsig = range / fmin(100.0, 1.0 + (double)n_all), maxsig = range;
+    double *sig_all = e->isig, *sig = e->sig; /* isig: free until the coefficients */
+    x++;                                      /* x[-1] .. x[n_all]: low, centres, high */
+    x[-1] = m->low;
+    memcpy(x, e->mu, p_at * sizeof *x);
+    x[p_at] = e->prior_mu;
+    memcpy(x + p_at + 1, e->mu + p_at, (n - p_at) * sizeof *x);
+    x[n_all] = m->high;
+    t->kern->widths(x - 1, n_all, minsig, maxsig, sig_all);
+    if (!t->c.consider_endpoints && n_all >= 2) { /* the outer ones: the inner gap only */
+        double right = x[1] - x[0], left = x[n_all - 1] - x[n_all - 2];
+        sig_all[0] = right < minsig ? minsig : right > maxsig ? maxsig : right;
+        sig_all[n_all - 1] = left < minsig ? minsig : left > maxsig ? maxsig : left;
+    }
+    memcpy(sig, sig_all, p_at * sizeof *sig);
+    memcpy(sig + p_at, sig_all + p_at + 1, (n - p_at) * sizeof *sig);
+}
+
+/*
+ * Finishes set `which`'s estimator for dimension j from its n members in
+ * e->mu (sorted) and e->w (weights, summing to wsum with the prior's):
+ * Optuna's _calculate_numerical_params (or _calculate_categorical_params),
+ * with the prior's centre sorted in among the observations for the
+ * neighbour widths.
+ */
+static void kde_finish(struct tpe *t, struct kde1 *e, unsigned char which, size_t j, size_t n,
+                       double wsum)
 {
     const struct dim *m = &t->dims[j];
-    size_t n = 0;
-    weigh(t, which, j);
-    double wsum = t->c.prior_weight;
-    for (size_t k = 0; k < m->n_order; k++) {
-        size_t s = m->order[k];
-        if (t->member[s] != which)
-            continue;
-        e->mu[n] = t->vals[s * t->d + j];
-        e->w[n] = t->slot_w[s];
-        wsum += e->w[n];
-        n++;
-    }
+    double *mu = e->mu, *w = e->w;
     double range = m->high - m->low;
     e->prior_mu = 0.5 * (m->low + m->high);
     e->prior_sig = range;
     e->prior_w = t->c.prior_weight / wsum;
-    for (size_t k = 0; k < n; k++)
-        e->w[k] /= wsum;
+    t->kern->div_n(w, n, wsum);
 
     if (m->kind == DIM_CAT) {
         /* prior_weight / (n + 1) on every choice and 1 on its own, normalised */
         double c = (double)m->n_cat, v = t->c.prior_weight / (double)(n + 1);
         e->cat_hit = (v + 1.0) / (c * v + 1.0);
         e->cat_miss = v / (c * v + 1.0);
-        double base = e->prior_w / c;
+        double base = e->prior_w / c, miss = e->cat_miss, gain = e->cat_hit - e->cat_miss;
         for (size_t k = 0; k < n; k++)
-            base += e->w[k] * e->cat_miss;
+            base += w[k] * miss;
         for (size_t i = 0; i < m->n_cat; i++)
             e->pmf[i] = base;
-        for (size_t k = 0; k < n; k++)
-            e->pmf[(size_t)e->mu[k]] += e->w[k] * (e->cat_hit - e->cat_miss);
+        for (size_t k = 0; k < n;) { /* members by choice: one running sum per choice */
+            size_t i = (size_t)mu[k];
+            double acc = e->pmf[i];
+            for (; k < n && (size_t)mu[k] == i; k++)
+                acc += w[k] * gain;
+            e->pmf[i] = acc;
+        }
         e->n = n;
         return;
     }
@@ -952,82 +892,90 @@ static void kde_fit(struct tpe *t, struct kde1 *e, unsigned char which, size_t j
      * Optuna's order: without equal values it is the value order, kept up to date
      * in m->order; with them, numpy's argsort of [members in trial order, prior].
      */
-    size_t n_all = n + 1, p_at = lower_bound(e->mu, n, e->prior_mu, 1);
-    int ties = p_at > 0 && e->mu[p_at - 1] == e->prior_mu;
-    for (size_t k = 1; k < n && !ties; k++)
-        ties = e->mu[k] == e->mu[k - 1];
+    size_t p_at = lower_bound(mu, n, e->prior_mu, 1);
+    int ties = (p_at > 0 && mu[p_at - 1] == e->prior_mu) || t->kern->has_ties(mu, n);
     if (ties) {
-        double *v = e->reach_hi, *w = e->reach_lo; /* free until the reach bounds below */
+        struct tunep_np_item *it = t->items;
+        double *wt = e->reach_lo; /* free until the reach bounds below */
         size_t c = 0;
         for (size_t k = 0; k < t->n_slots; k++) {
             size_t s = t->by_id[k];
             if (t->member[s] == which && has_values(t, s, j)) {
-                v[c] = t->vals[s * t->d + j];
-                w[c++] = t->slot_w[s] / wsum;
+                it[c] = (struct tunep_np_item){t->vals[s * t->d + j], c};
+                wt[c++] = t->slot_w[s];
             }
         }
-        v[c] = e->prior_mu;
-        numpy_argsort(v, t->perm, n_all);
-        for (size_t k = 0, o = 0; k < n_all; k++) {
-            if (t->perm[k] == n) {
+        t->kern->div_n(wt, c, wsum);
+        it[c] = (struct tunep_np_item){e->prior_mu, c};
+        tunep_np_argsort(it, n + 1, t->sort_work);
+        for (size_t k = 0, o = 0; k <= n; k++) {
+            if (it[k].i == n) {
                 p_at = k;
                 continue;
             }
-            e->mu[o] = v[t->perm[k]];
-            e->w[o++] = w[t->perm[k]];
+            mu[o] = it[k].v;
+            w[o++] = wt[it[k].i];
         }
     }
-    /* widths: the farther neighbour among [low, observations and prior centre, high] */
-#define MU_ALL(i) ((i) < p_at ? e->mu[i] : (i) == p_at ? e->prior_mu : e->mu[(i)-1])
-    double minsig = range / fmin(100.0, 1.0 + (double)n_all), maxsig = range;
-    for (size_t i = 0; i < n_all; i++) {
-        if (i == p_at)
-            continue;
-        double x = MU_ALL(i);
-        double left = x - (i > 0 ? MU_ALL(i - 1) : m->low);
-        double right = (i + 1 < n_all ? MU_ALL(i + 1) : m->high) - x;
-        double sg = left > right ? left : right;
-        if (!t->c.consider_endpoints && n_all >= 2) { /* the outer ones: the inner gap only */
-            if (i == 0)
-                sg = right;
-            else if (i == n_all - 1)
-                sg = left;
-        }
-        e->sig[i < p_at ? i : i - 1] = sg < minsig ? minsig : sg > maxsig ? maxsig : sg;
-    }
-#undef MU_ALL
-    /* kernels with the same centre and width are one kernel of their summed weight */
-    size_t u = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (u > 0 && e->mu[k] == e->mu[u - 1] && e->sig[k] == e->sig[u - 1]) {
-            e->w[u - 1] += e->w[k];
-            continue;
-        }
-        e->mu[u] = e->mu[k];
-        e->sig[u] = e->sig[k];
-        e->w[u++] = e->w[k];
-    }
-    e->n = n = u;
-    /* Optuna 3.1's truncated-normal density: phi(z) / Z without 1/sigma (see the top) */
+    kde_widths(t, m, e, n, p_at, e->reach_hi); /* reach_hi: free until the reach bounds */
+    double *sig = e->sig;
+    if (ties) /* kernels with the same centre and width are one kernel of their summed weight */
+        n = t->kern->merge(mu, sig, w, n);
+    e->n = n;
+    /*
+     * Optuna 3.1's truncated-normal density: phi(z) / Z without 1/sigma (see the top).
+     * Z = 1 for kernels more than TPE_CUT widths inside both bounds (gauss_mass's
+     * answer there); the others, near a bound, ask it.
+     */
     int dens = !scored_by_mass(m);
-    for (size_t k = 0; k < n; k++) {
-        double sg = e->sig[k], is = 1.0 / sg;
-        double z = gauss_mass((m->low - e->mu[k]) * is, (m->high - e->mu[k]) * is);
-        e->isig[k] = is;
-        e->coef[k] = dens ? e->w[k] / (z * TPE_SQRT_2PI) : e->w[k] / z;
-        double hi = e->mu[k] + TPE_CUT * sg;
-        e->reach_hi[k] = k > 0 && e->reach_hi[k - 1] > hi ? e->reach_hi[k - 1] : hi;
-    }
-    for (size_t k = n; k-- > 0;) {
-        double lo = e->mu[k] - TPE_CUT * e->sig[k];
-        e->reach_lo[k] = k + 1 < n && e->reach_lo[k + 1] < lo ? e->reach_lo[k + 1] : lo;
-    }
+    double norm = dens ? TPE_SQRT_2PI : 1.0, *isig = e->isig, *coef = e->coef;
+    t->kern->fit_coef(mu, sig, w, n, m->low, m->high, TPE_CUT, norm, isig, coef);
+    for (size_t k = 0; k < n; k++)
+        if (isnan(coef[k]))
+            coef[k] = w[k] / (gauss_mass_memo(t->memo, (m->low - mu[k]) * isig[k],
+                                              (m->high - mu[k]) * isig[k]) *
+                              norm);
+    t->kern->reach(mu, sig, n, TPE_CUT, e->reach_hi, e->reach_lo);
     double pz = gauss_mass((m->low - e->prior_mu) / range, (m->high - e->prior_mu) / range);
     e->prior_coef = dens ? e->prior_w / (pz * TPE_SQRT_2PI) : e->prior_w / pz;
 }
 
-/* log of the density at a (dens), or of the mass of the cell [a, b]. */
-static double kde_log(const struct kde1 *e, int dens, double a, double b)
+/*
+ * Fits both sets' estimators for dimension j (below: 1, above: 2): their
+ * members with a value there, in value order, in one pass.
+ */
+static void kde_fit(struct tpe *t, size_t j)
+{
+    const struct dim *m = &t->dims[j];
+    weigh(t, 1, j);
+    weigh(t, 2, j);
+    const size_t *order = m->order;
+    const unsigned char *member = t->member;
+    const double *vals = t->vals + j, *slot_w = t->slot_w;
+    double *mu1 = t->below.mu, *w1 = t->below.w, *mu2 = t->above.mu, *w2 = t->above.w;
+    double ws1 = t->c.prior_weight, ws2 = t->c.prior_weight;
+    size_t n1 = 0, n2 = 0, d = t->d;
+    for (size_t k = 0; k < m->n_order; k++) {
+        size_t s = order[k];
+        if (member[s] == 2) {
+            mu2[n2] = vals[s * d];
+            w2[n2] = slot_w[s];
+            ws2 += w2[n2++];
+        } else if (member[s] == 1) {
+            mu1[n1] = vals[s * d];
+            w1[n1] = slot_w[s];
+            ws1 += w1[n1++];
+        }
+    }
+    kde_finish(t, &t->below, 1, j, n1, ws1);
+    kde_finish(t, &t->above, 2, j, n2, ws2);
+}
+
+/*
+ * log of the density at a (dens), or of the mass of the cell [a, b]: the
+ * prior's term plus the kernels' (densities in tpe_kernel.h's lanes).
+ */
+static double kde_log(struct tpe *t, const struct kde1 *e, int dens, double a, double b)
 {
     size_t lo = lower_bound(e->reach_hi, e->n, a, 0); /* kernels before lo end left of a */
     size_t hi = lower_bound(e->reach_lo, e->n, b, 1); /* kernels from hi on start right of b */
@@ -1035,16 +983,14 @@ static double kde_log(const struct kde1 *e, int dens, double a, double b)
     if (dens) {
         double z = (a - e->prior_mu) / e->prior_sig;
         sum = e->prior_coef * exp(-0.5 * z * z);
-        for (size_t k = lo; k < hi; k++) {
-            z = (a - e->mu[k]) * e->isig[k];
-            sum += e->coef[k] * exp(-0.5 * z * z);
-        }
+        if (hi > lo)
+            sum += t->kern->gauss_sum(e->mu + lo, e->isig + lo, e->coef + lo, hi - lo, a);
     } else {
-        sum = e->prior_coef *
-              gauss_mass((a - e->prior_mu) / e->prior_sig, (b - e->prior_mu) / e->prior_sig);
+        sum = e->prior_coef * gauss_mass_memo(t->memo, (a - e->prior_mu) / e->prior_sig,
+                                              (b - e->prior_mu) / e->prior_sig);
         for (size_t k = lo; k < hi; k++)
-            sum +=
-                e->coef[k] * gauss_mass((a - e->mu[k]) * e->isig[k], (b - e->mu[k]) * e->isig[k]);
+            sum += e->coef[k] * gauss_mass_memo(t->memo, (a - e->mu[k]) * e->isig[k],
+                                                (b - e->mu[k]) * e->isig[k]);
     }
     return log(sum);
 }
@@ -1090,8 +1036,7 @@ static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value 
     const struct dim *m = &t->dims[j];
     struct kde1 *l = &t->below, *g = &t->above;
     size_t n_ei = (size_t)t->c.n_ei_candidates;
-    kde_fit(t, l, 1, j);
-    kde_fit(t, g, 2, j);
+    kde_fit(t, j);
     double *cand = t->cand, *score = t->cand_score;
     for (size_t c = 0; c < n_ei; c++) /* the components first, then the draws, as Optuna */
         cand[c] = (double)pick_component(l->w, l->n, gsl_rng_uniform(r));
@@ -1120,10 +1065,10 @@ static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value 
         } else if (scored_by_mass(m)) {
             double a, b;
             disc_cell(m, cand[c], &a, &b);
-            score[c] = kde_log(l, 0, a, b) - kde_log(g, 0, a, b);
+            score[c] = kde_log(t, l, 0, a, b) - kde_log(t, g, 0, a, b);
         } else {
             double x = m->kind == DIM_DISC ? disc_coord(m, cand[c]) : cand[c];
-            score[c] = kde_log(l, 1, x, x) - kde_log(g, 1, x, x);
+            score[c] = kde_log(t, l, 1, x, x) - kde_log(t, g, 1, x, x);
         }
         if (score[c] > score[best] || isnan(score[best])) /* the first best, as np.argmax */
             best = c;
@@ -1277,7 +1222,7 @@ static tune_status tpe_suggest(struct tunep_searcher *s, int64_t id, gsl_rng *r,
         tunep_space_sample(space, r, 0, 0, out);
         return TUNE_OK;
     }
-    if (scratch_reserve(t, t->n_slots + 2))
+    if (scratch_reserve(t, t->n_slots + 3))
         return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory for %zu trials", t->n_slots);
     for (size_t i = 0; i < space->n; i++) /* constants pass through */
         if (space->params[i].dist == TUNEP_DIST_CONST)
@@ -1311,6 +1256,7 @@ static void tpe_free(struct tunep_searcher *s)
     tunep_free(t->scratch);
     tunep_free(t->cand);
     tunep_free(t->cand_score);
+    tunep_free(t->memo);
     tunep_free(t);
 }
 
@@ -1328,22 +1274,21 @@ tune_status tunep_tpe_log_densities(struct tunep_searcher *s, size_t param,
     double x = to_internal(m, &t->base.space->params[param], v);
     if (isnan(x))
         return TUNE_EINVAL;
-    if (scratch_reserve(t, t->n_slots + 2))
+    if (scratch_reserve(t, t->n_slots + 3))
         return TUNE_ENOMEM;
     split(t);
-    kde_fit(t, &t->below, 1, j);
-    kde_fit(t, &t->above, 2, j);
+    kde_fit(t, j);
     if (m->kind == DIM_CAT) {
         *ret_log_l = log(t->below.pmf[(size_t)x]);
         *ret_log_g = log(t->above.pmf[(size_t)x]);
     } else if (scored_by_mass(m)) {
         double a, b;
         disc_cell(m, disc_index(m, x), &a, &b);
-        *ret_log_l = kde_log(&t->below, 0, a, b);
-        *ret_log_g = kde_log(&t->above, 0, a, b);
+        *ret_log_l = kde_log(t, &t->below, 0, a, b);
+        *ret_log_g = kde_log(t, &t->above, 0, a, b);
     } else {
-        *ret_log_l = kde_log(&t->below, 1, x, x);
-        *ret_log_g = kde_log(&t->above, 1, x, x);
+        *ret_log_l = kde_log(t, &t->below, 1, x, x);
+        *ret_log_g = kde_log(t, &t->above, 1, x, x);
     }
     return TUNE_OK;
 }
@@ -1418,10 +1363,15 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
     t->dims = tunep_calloc(d ? d : 1, sizeof *t->dims);
     t->cand = tunep_malloc(n_ei * (d ? d : 1) * sizeof *t->cand);
     t->cand_score = tunep_malloc(n_ei * sizeof *t->cand_score);
-    if (!t->dims || !t->cand || !t->cand_score) {
+    t->memo = tunep_malloc(((size_t)1 << TPE_MEMO_BITS) * sizeof *t->memo);
+    if (!t->dims || !t->cand || !t->cand_score || !t->memo) {
         tpe_free(&t->base);
         return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory");
     }
+    t->kern = tunep_tpe_kernels_best();
+    for (size_t i = 0; i < ((size_t)1 << TPE_MEMO_BITS); i++) /* each entry true from the start */
+        t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY,
+                                         gauss_mass((double)INFINITY, (double)INFINITY)};
     for (size_t i = 0; i < space->n; i++) {
         if (space->params[i].dist == TUNEP_DIST_CONST)
             continue;

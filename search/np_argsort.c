@@ -1,0 +1,166 @@
+/*
+ * np_argsort.c - numpy 1.24's aquicksort and aheapsort
+ * (numpy/core/src/npysort/quicksort.cpp, heapsort.cpp) on (value, index)
+ * items: median-of-3 quicksort down to 16 elements, then insertion sort, and
+ * heapsort below 2 log2(n) levels. Checked against np.argsort on 3,000
+ * random arrays with and without ties, sorted, reversed and median-of-3
+ * killers (which reach the heapsort): identical permutations.
+ *
+ * numpy moves indices and compares the values they point to; here each
+ * index carries its value. The partition finds the same swaps without
+ * numpy's data-dependent scans, which mispredict about every other step on
+ * arrays with ties: its scans stop at the positions whose values are
+ * >= the pivot (from the left) and <= it (from the right), and the k-th
+ * swap exchanges the k-th stop of each side while the left one comes first
+ * (see np_partition), so the stops are listed first, without branches;
+ * tests/test_np_argsort.c compares the permutations with numpy's scans on
+ * arrays of every shape.
+ */
+#include "search/np_argsort.h"
+
+#define NP_SMALL_QUICKSORT 15
+#define NP_QS_STACK        128 /* numpy's PYA_QS_STACK: 2 * 64 levels */
+
+static void np_swap(struct tunep_np_item *a, struct tunep_np_item *b)
+{
+    struct tunep_np_item t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* numpy's aheapsort_ on a[0..n), as 1-based b[1..n] */
+static void np_aheapsort(struct tunep_np_item *a, size_t n)
+{
+    struct tunep_np_item *b = a - 1, tmp;
+    size_t i, j, l;
+    for (l = n >> 1; l > 0; --l) {
+        tmp = b[l];
+        for (i = l, j = l << 1; j <= n;) {
+            if (j < n && b[j].v < b[j + 1].v)
+                j += 1;
+            if (!(tmp.v < b[j].v))
+                break;
+            b[i] = b[j];
+            i = j;
+            j += j;
+        }
+        b[i] = tmp;
+    }
+    for (; n > 1;) {
+        tmp = b[n];
+        b[n] = b[1];
+        n -= 1;
+        for (i = 1, j = 2; j <= n;) {
+            if (j < n && b[j].v < b[j + 1].v)
+                j++;
+            if (!(tmp.v < b[j].v))
+                break;
+            b[i] = b[j];
+            i = j;
+            j += j;
+        }
+        b[i] = tmp;
+    }
+}
+
+/*
+ * numpy's partition of pl[0..len] around vp = pl[len - 1].v (the pivot, moved
+ * there; pl[0].v <= vp), as its loop
+ *     for (;;) { do ++pi; while (v[pi] < vp); do --pj; while (vp < v[pj]);
+ *                if (pi >= pj) break; swap(pi, pj); }
+ * from pi = 0, pj = len - 1 leaves it; returns where pi stops.
+ * With L the positions in (0, len - 1] whose value is not < vp, ascending,
+ * and R those in [0, len - 1) whose value vp is not < , descending, all
+ * taken before any swap: the k-th round stops at L[k] and R[k] and swaps
+ * them while L[k] < R[k], the first time. Earlier swaps only wrote to
+ * L[0..k-1] (now values <= vp) and R[0..k-1] (now >= vp), so the left scan
+ * from L[k-1] stops at min(L[k], R[k-1]) and the right one at
+ * max(R[k], L[k-1]), which cross exactly when L[k] >= R[k]. Both lists end
+ * in a sentinel (the pivot, position 0). The lists grow a chunk at a time
+ * from both ends, as far as the rounds need them (about len positions in
+ * all), with branch-free appends; the swaps come after.
+ */
+#define NP_CHUNK 16
+
+static struct tunep_np_item *np_partition(struct tunep_np_item *pl, size_t len, size_t *work)
+{
+    size_t *lft = work, *rgt = work + len, nl = 0, nr = 0;
+    size_t a = 1, b = len - 1; /* next to scan: a upwards, b - 1 downwards */
+    double vp = pl[len - 1].v;
+    size_t k = 0;
+    for (;; k++) {
+        while (nl <= k) {
+            size_t end = len - a > NP_CHUNK ? a + NP_CHUNK : len;
+            for (; a < end; a++) {
+                lft[nl] = a;
+                nl += !(pl[a].v < vp);
+            }
+        }
+        while (nr <= k) {
+            size_t end = b > NP_CHUNK ? b - NP_CHUNK : 0;
+            while (b > end) {
+                b--;
+                rgt[nr] = b;
+                nr += !(vp < pl[b].v);
+            }
+        }
+        if (!(lft[k] < rgt[k]))
+            break;
+    }
+    for (size_t i = 0; i < k; i++)
+        np_swap(pl + lft[i], pl + rgt[i]);
+    if (k == 0)
+        return pl + lft[0];
+    return pl + (lft[k] < rgt[k - 1] ? lft[k] : rgt[k - 1]); /* R[k - 1] now holds >= vp */
+}
+
+void tunep_np_argsort(struct tunep_np_item *a, size_t n, size_t *work)
+{
+    struct tunep_np_item *stack[NP_QS_STACK], **sptr = stack;
+    int depth[NP_QS_STACK / 2], *psdepth = depth, cdepth = 0;
+    if (n < 2)
+        return;
+    for (size_t m = n; m > 1; m >>= 1) /* npy_get_msb(n) * 2 */
+        cdepth += 2;
+    struct tunep_np_item *pl = a, *pr = a + n - 1;
+    for (;;) {
+        if (cdepth < 0) {
+            np_aheapsort(pl, (size_t)(pr - pl) + 1);
+            goto pop;
+        }
+        while (pr - pl > NP_SMALL_QUICKSORT) {
+            struct tunep_np_item *pm = pl + ((pr - pl) >> 1), *pi;
+            if (pm->v < pl->v)
+                np_swap(pm, pl);
+            if (pr->v < pm->v)
+                np_swap(pr, pm);
+            if (pm->v < pl->v)
+                np_swap(pm, pl);
+            np_swap(pm, pr - 1);
+            pi = np_partition(pl, (size_t)(pr - pl), work);
+            np_swap(pi, pr - 1);
+            if (pi - pl < pr - pi) { /* the larger side waits on the stack */
+                *sptr++ = pi + 1;
+                *sptr++ = pr;
+                pr = pi - 1;
+            } else {
+                *sptr++ = pl;
+                *sptr++ = pi - 1;
+                pl = pi + 1;
+            }
+            *psdepth++ = --cdepth;
+        }
+        for (struct tunep_np_item *pi = pl + 1; pi <= pr; ++pi) {
+            struct tunep_np_item vi = *pi, *pj = pi, *pk = pi - 1;
+            while (pj > pl && vi.v < pk->v)
+                *pj-- = *pk--;
+            *pj = vi;
+        }
+    pop:
+        if (sptr == stack)
+            break;
+        pr = *(--sptr);
+        pl = *(--sptr);
+        cdepth = *(--psdepth);
+    }
+}

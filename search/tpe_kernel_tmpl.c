@@ -1,0 +1,204 @@
+/*
+ * tpe_kernel_tmpl.c - the kernels of tpe_kernel.h, compiled once per
+ * instruction set (search/meson.build): plain C loops that the compiler
+ * vectorises (SSE2 on any x86-64, AVX2 or AVX-512 in the other builds).
+ *
+ * exp(x) = 2^(k/64) e^r with k = round(64 x / ln 2) and |r| <= ln(2)/128:
+ * 2^(k/64) is a table entry 2^((k mod 64)/64) (each correctly rounded) with
+ * floor(k/64) added to its exponent, e^r the Taylor polynomial of degree 5
+ * (its truncation error r^6/720 < 4e-17). k comes from the round-to-nearest
+ * of adding 1.5 * 2^46, whose last bit is worth 1/64: the low bits of the
+ * sum are k, with no conversion to an integer (which SSE2 lacks for 64-bit
+ * lanes). ln 2 is split in two so that k ln2_hi is exact. Below -708 the
+ * exponent would leave the normal range: the result is 0 there, a select
+ * rather than a branch so the loops stay vectorised.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "search/tpe_kernel.h"
+
+#if defined(TUNEP_TPE_BUILD_AVX512)
+#define KFN(name) name##_avx512
+#define KNAME     "avx512"
+#elif defined(TUNEP_TPE_BUILD_AVX2)
+#define KFN(name) name##_avx2
+#define KNAME     "avx2"
+#else
+#define KFN(name) name##_generic
+#define KNAME     "generic"
+#endif
+
+/* 2^(j/64), j = 0..63, correctly rounded */
+static const double exp2_64[64] = {
+    0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0, 0x1.0874518759bc8p+0,
+    0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0, 0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0,
+    0x1.172b83c7d517bp+0, 0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
+    0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0, 0x1.2d285a6e4030bp+0,
+    0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0, 0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0,
+    0x1.3dea64c123422p+0, 0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
+    0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0, 0x1.56f4736b527dap+0,
+    0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0, 0x1.6247eb03a5585p+0, 0x1.6623882552225p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
+    0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0, 0x1.868d99b4492edp+0,
+    0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0, 0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0,
+    0x1.9c49182a3f090p+0, 0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0, 0x1.bcc1e904bc1d2p+0,
+    0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0, 0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0,
+    0x1.d5818dcfba487p+0, 0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
+    0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0, 0x1.fa7c1819e90d8p+0,
+};
+
+static inline double kexp(double x)
+{
+    const double shift = 0x1.8p46;              /* 1.5 * 2^46: its last bit is 1/64 */
+    const double inv_ln2 = 0x1.71547652b82fep0; /* 1 / ln 2 */
+    const double ln2_hi = 0x1.62e42ff000000p-1; /* ln 2 to 32 bits: k ln2_hi is exact */
+    const double ln2_lo = -0x1.718432a1b0e26p-35;
+    double kd = x * inv_ln2 + shift;
+    uint64_t ki, sb;
+    memcpy(&ki, &kd, sizeof ki); /* the low bits: k, in two's complement */
+    kd -= shift;                 /* k / 64 */
+    double r = x - kd * ln2_hi - kd * ln2_lo;
+    double p = 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    double t = exp2_64[ki & 63u], scale;
+    memcpy(&sb, &t, sizeof sb);
+    sb += (ki >> 6) << 52; /* floor(k / 64) into the exponent, modulo 2^12: wraps below -1022 */
+    memcpy(&scale, &sb, sizeof scale);
+    return x < -708.0 ? 0.0 : p * scale;
+}
+
+void KFN(tunep_tpe_exp_n)(const double *x, double *y, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        y[k] = kexp(x[k]);
+}
+
+_Static_assert(TUNEP_TPE_LANES == 8, "lanes_total adds up eight lanes");
+
+/* The lanes added up in a fixed order, then the tail. */
+static inline double lanes_total(const double *acc, double tail)
+{
+    return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) +
+           tail;
+}
+
+double KFN(tunep_tpe_gauss_sum)(const double *mu, const double *isig, const double *coef, size_t n,
+                                double x)
+{
+    double acc[TUNEP_TPE_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, tail = 0.0;
+    size_t k = 0;
+    for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
+        for (size_t j = 0; j < TUNEP_TPE_LANES; j++) {
+            double z = (x - mu[k + j]) * isig[k + j];
+            acc[j] += coef[k + j] * kexp(-0.5 * z * z);
+        }
+    for (; k < n; k++) {
+        double z = (x - mu[k]) * isig[k];
+        tail += coef[k] * kexp(-0.5 * z * z);
+    }
+    return lanes_total(acc, tail);
+}
+
+double KFN(tunep_tpe_exp_sum)(const double *v, size_t n, double shift)
+{
+    double acc[TUNEP_TPE_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, tail = 0.0;
+    size_t k = 0;
+    for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
+        for (size_t j = 0; j < TUNEP_TPE_LANES; j++)
+            acc[j] += kexp(v[k + j] - shift);
+    for (; k < n; k++)
+        tail += kexp(v[k] - shift);
+    return lanes_total(acc, tail);
+}
+
+void KFN(tunep_tpe_div_n)(double *x, size_t n, double d)
+{
+    for (size_t k = 0; k < n; k++)
+        x[k] /= d;
+}
+
+void KFN(tunep_tpe_fit_coef)(const double *mu, const double *sig, const double *w, size_t n,
+                             double low, double high, double cut, double norm, double *isig,
+                             double *coef)
+{
+    for (size_t k = 0; k < n; k++) {
+        double is = 1.0 / sig[k];
+        double a = (low - mu[k]) * is, b = (high - mu[k]) * is;
+        isig[k] = is;
+        coef[k] = a < -cut && b > cut ? w[k] / (1.0 * norm) : (double)NAN;
+    }
+}
+
+void KFN(tunep_tpe_widths)(const double *x, size_t n, double minsig, double maxsig, double *sig)
+{
+    for (size_t i = 0; i < n; i++) {
+        double left = x[i + 1] - x[i], right = x[i + 2] - x[i + 1];
+        double sg = left > right ? left : right;
+        sig[i] = sg < minsig ? minsig : sg > maxsig ? maxsig : sg;
+    }
+}
+
+int KFN(tunep_tpe_has_ties)(const double *x, size_t n)
+{
+    int ties = 0;
+    for (size_t k = 1; k < n; k++)
+        ties |= x[k] == x[k - 1];
+    return ties;
+}
+
+size_t KFN(tunep_tpe_merge)(double *mu, double *sig, double *w, size_t n)
+{
+    if (n == 0)
+        return 0;
+    size_t u = 0; /* kernels so far, the last one's at u - 1 (written at k = 0 below) */
+    double m = mu[0], s = sig[0], acc = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        int same = k > 0 && mu[k] == m && sig[k] == s;
+        size_t at = same ? u - 1 : u;
+        acc = same ? acc + w[k] : w[k];
+        m = mu[k];
+        s = sig[k];
+        mu[at] = m;
+        sig[at] = s;
+        w[at] = acc;
+        u = at + 1;
+    }
+    return u;
+}
+
+void KFN(tunep_tpe_reach)(const double *mu, const double *sig, size_t n, double cut, double *hi,
+                          double *lo)
+{
+    double reach = -(double)INFINITY;
+    for (size_t k = 0; k < n; k++) {
+        double r = mu[k] + cut * sig[k];
+        reach = reach > r ? reach : r;
+        hi[k] = reach;
+    }
+    reach = (double)INFINITY;
+    for (size_t k = n; k-- > 0;) {
+        double r = mu[k] - cut * sig[k];
+        reach = reach < r ? reach : r;
+        lo[k] = reach;
+    }
+}
+
+const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
+    .name = KNAME,
+    .exp_n = KFN(tunep_tpe_exp_n),
+    .gauss_sum = KFN(tunep_tpe_gauss_sum),
+    .exp_sum = KFN(tunep_tpe_exp_sum),
+    .div_n = KFN(tunep_tpe_div_n),
+    .fit_coef = KFN(tunep_tpe_fit_coef),
+    .widths = KFN(tunep_tpe_widths),
+    .has_ties = KFN(tunep_tpe_has_ties),
+    .merge = KFN(tunep_tpe_merge),
+    .reach = KFN(tunep_tpe_reach),
+};
