@@ -80,38 +80,51 @@ static void np_aheapsort(struct tunep_np_item *a, size_t n)
  * from both ends, as far as the rounds need them (about len positions in
  * all), with branch-free appends; the swaps come after.
  */
-#define NP_CHUNK 16
-
 static struct tunep_np_item *np_partition(struct tunep_np_item *pl, size_t len, size_t *work)
 {
     size_t *lft = work, *rgt = work + len, nl = 0, nr = 0;
-    size_t a = 1, b = len - 1; /* next to scan: a upwards, b - 1 downwards */
     double vp = pl[len - 1].v;
-    size_t k = 0;
-    for (;; k++) {
-        while (nl <= k) {
-            size_t end = len - a > NP_CHUNK ? a + NP_CHUNK : len;
-            for (; a < end; a++) {
-                lft[nl] = a;
-                nl += !(pl[a].v < vp);
-            }
-        }
-        while (nr <= k) {
-            size_t end = b > NP_CHUNK ? b - NP_CHUNK : 0;
-            while (b > end) {
-                b--;
-                rgt[nr] = b;
-                nr += !(vp < pl[b].v);
-            }
-        }
-        if (!(lft[k] < rgt[k]))
-            break;
+    rgt[nr] = 0;
+    nr += !(vp < pl[0].v);
+    size_t p = 1;
+    for (; p + 4 < len; p += 4) {
+        double x0 = pl[p].v, x1 = pl[p + 1].v, x2 = pl[p + 2].v, x3 = pl[p + 3].v;
+        size_t l0 = !(x0 < vp), l1 = !(x1 < vp), l2 = !(x2 < vp), l3 = !(x3 < vp);
+        size_t r0 = !(vp < x0), r1 = !(vp < x1), r2 = !(vp < x2), r3 = !(vp < x3);
+        lft[nl] = p;
+        nl += l0;
+        lft[nl] = p + 1;
+        nl += l1;
+        lft[nl] = p + 2;
+        nl += l2;
+        lft[nl] = p + 3;
+        nl += l3;
+        rgt[nr] = p;
+        nr += r0;
+        rgt[nr] = p + 1;
+        nr += r1;
+        rgt[nr] = p + 2;
+        nr += r2;
+        rgt[nr] = p + 3;
+        nr += r3;
     }
-    for (size_t i = 0; i < k; i++)
-        np_swap(pl + lft[i], pl + rgt[i]);
+    for (; p + 1 < len; p++) {
+        double x = pl[p].v;
+        lft[nl] = p;
+        nl += !(x < vp);
+        rgt[nr] = p;
+        nr += !(vp < x);
+    }
+    lft[nl++] = len - 1;
+    size_t k = 0;
+    while (lft[k] < rgt[nr - 1 - k]) {
+        np_swap(pl + lft[k], pl + rgt[nr - 1 - k]);
+        k++;
+    }
     if (k == 0)
         return pl + lft[0];
-    return pl + (lft[k] < rgt[k - 1] ? lft[k] : rgt[k - 1]); /* R[k - 1] now holds >= vp */
+    size_t back = rgt[nr - k];
+    return pl + (lft[k] < back ? lft[k] : back);
 }
 
 void tunep_np_argsort(struct tunep_np_item *a, size_t n, size_t *work)

@@ -212,18 +212,23 @@ static double ramp_weight(size_t rank, size_t x)
     return lo + (double)rank * ((1.0 - lo) / (double)(num - 1));
 }
 
-/* The first index of the non-decreasing a[0..n) with a[k] >= x (strict: a[k] > x). */
+/*
+ * The first index of the non-decreasing a[0..n) with a[k] >= x (strict: a[k] > x):
+ * the number of elements before it, halving the range with a select rather than a
+ * branch (the data would mispredict half of them).
+ */
 static size_t lower_bound(const double *a, size_t n, double x, int strict)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strict ? a[mid] > x : a[mid] >= x)
-            hi = mid;
-        else
-            lo = mid + 1;
+    if (n == 0)
+        return 0;
+    const double *base = a;
+    while (n > 1) {
+        size_t half = n / 2;
+        int before = strict ? !(base[half] > x) : !(base[half] >= x);
+        base = before ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (size_t)(base - a) + (strict ? !(*base > x) : !(*base >= x));
 }
 
 /* ---- parameters: internal coordinates and back ---------------------------- */
@@ -898,12 +903,13 @@ static void kde_finish(struct tpe *t, struct kde1 *e, unsigned char which, size_
         struct tunep_np_item *it = t->items;
         double *wt = e->reach_lo; /* free until the reach bounds below */
         size_t c = 0;
-        for (size_t k = 0; k < t->n_slots; k++) {
+        for (size_t k = 0; k < t->n_slots; k++) { /* written always, kept by the count */
             size_t s = t->by_id[k];
-            if (t->member[s] == which && has_values(t, s, j)) {
-                it[c] = (struct tunep_np_item){t->vals[s * t->d + j], c};
-                wt[c++] = t->slot_w[s];
-            }
+            double v = t->vals[s * t->d + j];
+            int in = t->member[s] == which && !isnan(v); /* has_values(t, s, j) */
+            it[c] = (struct tunep_np_item){v, c};
+            wt[c] = in ? t->slot_w[s] : 0.0;
+            c += (size_t)in;
         }
         t->kern->div_n(wt, c, wsum);
         it[c] = (struct tunep_np_item){e->prior_mu, c};
