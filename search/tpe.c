@@ -104,6 +104,28 @@ struct kde1 {
     double cat_hit, cat_miss; /* CAT: an observation's kernel at its own / another choice */
 };
 
+/* Multivariate: one set's estimator in one dimension (beyond the columns of struct mv_set). */
+struct mv_dim {
+    double sig;         /* Scott's width */
+    double prior_lz;    /* the prior's log norm */
+    double lhit, lmiss; /* CAT: log of a member's kernel at its own / another choice */
+    size_t n_val;       /* mass dimensions: distinct member values */
+};
+
+/*
+ * Multivariate: one set's joint estimator, each dimension a column of cap
+ * entries ([j * cap + k]) so that a candidate's terms add up column by column.
+ */
+struct mv_set {
+    size_t n;           /* members; the prior is kept apart (its log weight: w[n]) */
+    double *mu;         /* the members' internal values */
+    double *lz;         /* densities: the member's log norm; mass: the u-th distinct value's */
+    double *val;        /* mass dimensions: the distinct member values, ascending */
+    size_t *id;         /* mass dimensions: the member's value among val */
+    double *w;          /* log weights, the prior's last */
+    struct mv_dim *dim; /* [d] */
+};
+
 /* gauss_mass(a, b) = mass, for the last (a, b) that hashed here */
 struct memo_entry {
     double a, b, mass;
@@ -137,9 +159,10 @@ struct tpe {
     int missing;                 /* some member lacks a value: weights differ per dimension */
     size_t weighed[3];           /* per set: the dimension slot_w holds weights for (d: all) */
     struct kde1 below, above;
-    double *mv_lp;                         /* multivariate: per-component log terms */
-    double *mv_mu[2], *mv_lz[2], *mv_w[2]; /* multivariate: [k * d + j], log norms, log weights */
-    double *cand;                          /* [n_ei * d] candidates: coordinate or index */
+    double *mv_lp;       /* multivariate: per-component log terms */
+    double *mv_tab;      /* multivariate: a mass dimension's term per distinct value */
+    struct mv_set mv[2]; /* multivariate: below, above */
+    double *cand;        /* [n_ei * d] candidates: coordinate or index */
     double *cand_score;
 };
 
@@ -729,11 +752,12 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     while (cap < n)
         cap *= 2;
     size_t d = t->d ? t->d : 1, cat = t->cap_cat;
-    /* kde arrays, slot_w, mv_lp, per set: mv_mu and mv_lz (cap x d) and mv_w; pmfs; then
-     * items (a double and a size_t, aligned like double), sort_work (2 cap size_t) and
-     * member (bytes) */
-    size_t n_doubles = 2 * KDE_ARRAYS * cap + 2 * cap + 2 * (2 * cap * d + cap) + 2 * cat;
-    size_t rest = cap * (sizeof(struct tunep_np_item) + 2 * sizeof(size_t) + 1);
+    /* kde arrays, slot_w, mv_lp, mv_tab, per set: mv mu, lz and val (cap x d) and w; pmfs;
+     * then items (a double and a size_t, aligned like double), sort_work (2 cap size_t),
+     * per set: mv id (cap x d size_t), and member (bytes) */
+    size_t n_doubles = 2 * KDE_ARRAYS * cap + 3 * cap + 2 * (3 * cap * d + cap) + 2 * cat;
+    size_t rest = cap * (sizeof(struct tunep_np_item) + 2 * sizeof(size_t) + 1) +
+                  2 * cap * d * sizeof(size_t);
     if (n_doubles > (SIZE_MAX / 2 - rest) / sizeof(double))
         return TUNE_ENOMEM;
     double *p = tunep_malloc(n_doubles * sizeof(double) + rest);
@@ -750,12 +774,16 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     p += cap;
     t->mv_lp = p;
     p += cap;
+    t->mv_tab = p;
+    p += cap;
     for (size_t s = 0; s < 2; s++) {
-        t->mv_mu[s] = p;
+        t->mv[s].mu = p;
         p += cap * d;
-        t->mv_lz[s] = p;
+        t->mv[s].lz = p;
         p += cap * d;
-        t->mv_w[s] = p;
+        t->mv[s].val = p;
+        p += cap * d;
+        t->mv[s].w = p;
         p += cap;
     }
     t->below.pmf = p;
@@ -764,7 +792,9 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     p += cat;
     t->items = (struct tunep_np_item *)(void *)p;
     t->sort_work = (size_t *)(void *)(t->items + cap);
-    t->member = (unsigned char *)(t->sort_work + 2 * cap);
+    t->mv[0].id = t->sort_work + 2 * cap;
+    t->mv[1].id = t->mv[0].id + cap * d;
+    t->member = (unsigned char *)(t->mv[1].id + cap * d);
     return TUNE_OK;
 }
 
@@ -1085,94 +1115,130 @@ static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value 
 /* ---- multivariate --------------------------------------------------------- */
 
 /*
- * Fits set `which` jointly into mv_mu[set] (rows of members, then the prior's
- * row), log weights, per-dimension widths sig[set * d + j] and log norms;
- * returns the number of members.
+ * Fits set `which` jointly into ms: the members (all values present) in trial
+ * order, their log weights (the prior's last), per dimension Scott's width
+ * and the log norms; for mass dimensions also the members' distinct values,
+ * from the dimension's value order. Returns the number of members.
  */
-static size_t mv_fit(struct tpe *t, size_t set, unsigned char which, double *sig)
+static size_t mv_fit(struct tpe *t, struct mv_set *ms, unsigned char which)
 {
-    size_t d = t->d, n = 0;
-    double *mu = t->mv_mu[set], *lz = t->mv_lz[set], *w = t->mv_w[set];
+    size_t d = t->d, cap = t->cap_scratch, n = 0;
+    size_t *slot_id = t->sort_work, *row_slot = t->sort_work + cap; /* scratch */
+    double *w = ms->w;
     weigh(t, which, d);
     double wsum = t->c.prior_weight;
     for (size_t k = 0; k < t->n_slots; k++) {
         size_t s = t->by_id[k];
         if (t->member[s] != which || !has_values(t, s, d))
             continue;
-        memcpy(mu + n * d, t->vals + s * d, d * sizeof *mu);
+        for (size_t j = 0; j < d; j++)
+            ms->mu[j * cap + n] = t->vals[s * d + j];
+        row_slot[n] = s;
         w[n] = t->slot_w[s];
         wsum += w[n++];
     }
-    for (size_t j = 0; j < d; j++) /* the prior: the centre, width = range, uniform choices */
-        mu[n * d + j] = 0.5 * (t->dims[j].low + t->dims[j].high);
+    ms->n = n;
     w[n] = t->c.prior_weight;
     for (size_t k = 0; k <= n; k++)
         w[k] = log(w[k] / wsum);
     /* Scott's rule as Optuna (SIGMA0_MAGNITUDE 0.2), then the magic clip */
     double sigma0 = 0.2 * pow((double)(n > 0 ? n : 1), -1.0 / ((double)d + 4.0));
+    double v = t->c.prior_weight / (double)(n + 1); /* choices: prior_weight / (n + 1) each */
     for (size_t j = 0; j < d; j++) {
         const struct dim *m = &t->dims[j];
+        struct mv_dim *md = &ms->dim[j];
         double range = m->high - m->low, minsig = range / fmin(100.0, (double)n + 2.0);
-        double sg = sigma0 * range;
-        sig[set * d + j] = sg < minsig ? minsig : sg > range ? range : sg;
-    }
-    for (size_t k = 0; k <= n; k++)
-        for (size_t j = 0; j < d; j++) {
-            const struct dim *m = &t->dims[j];
-            if (m->kind == DIM_CAT) {
-                lz[k * d + j] = 0.0;
-                continue;
-            }
-            double sg = k == n ? m->high - m->low : sig[set * d + j], x = mu[k * d + j];
-            double z = gauss_mass((m->low - x) / sg, (m->high - x) / sg);
-            lz[k * d + j] = scored_by_mass(m) ? -log(z) : -log(z * TPE_SQRT_2PI);
+        double mid = 0.5 * (m->low + m->high), sg = sigma0 * range;
+        double *mu = ms->mu + j * cap, *lz = ms->lz + j * cap;
+        md->sig = sg = sg < minsig ? minsig : sg > range ? range : sg;
+        if (m->kind == DIM_CAT) {
+            double c = (double)m->n_cat;
+            md->lhit = log((1.0 + v) / (c * v + 1.0));
+            md->lmiss = log((0.0 + v) / (c * v + 1.0));
+            continue;
         }
+        double pz = gauss_mass((m->low - mid) / range, (m->high - mid) / range);
+        if (!scored_by_mass(m)) {
+            md->prior_lz = -log(pz * TPE_SQRT_2PI);
+            for (size_t k = 0; k < n; k++) {
+                double z =
+                    m->kind == DIM_DISC /* on a grid: repeats */
+                        ? gauss_mass_memo(t->memo, (m->low - mu[k]) / sg, (m->high - mu[k]) / sg)
+                        : gauss_mass((m->low - mu[k]) / sg, (m->high - mu[k]) / sg);
+                lz[k] = -log(z * TPE_SQRT_2PI);
+            }
+            continue;
+        }
+        /* mass: one term per distinct value, the members pointing to theirs */
+        md->prior_lz = -log(pz);
+        double *val = ms->val + j * cap;
+        size_t u = 0, *id = ms->id + j * cap;
+        for (size_t k = 0; k < m->n_order; k++) {
+            size_t s = m->order[k];
+            if (t->member[s] != which || !has_values(t, s, d))
+                continue;
+            double x = t->vals[s * d + j];
+            if (u == 0 || x != val[u - 1])
+                val[u++] = x;
+            slot_id[s] = u - 1;
+        }
+        md->n_val = u;
+        for (size_t i = 0; i < u; i++)
+            lz[i] = -log(gauss_mass_memo(t->memo, (m->low - val[i]) / sg, (m->high - val[i]) / sg));
+        for (size_t k = 0; k < n; k++)
+            id[k] = slot_id[row_slot[k]];
+    }
     return n;
 }
 
-/* log of set `set`'s joint density at candidate x[d] (indices for DISC and CAT). */
-static double mv_log(struct tpe *t, size_t set, size_t n, const double *sig, const double *x)
+/* log of set ms's joint density at candidate x[d] (indices for DISC and CAT). */
+static double mv_log(struct tpe *t, const struct mv_set *ms, const double *x)
 {
-    size_t d = t->d;
-    const double *mu = t->mv_mu[set], *lz = t->mv_lz[set], *w = t->mv_w[set];
-    double *lp = t->mv_lp, mx = -(double)INFINITY;
-    double v = t->c.prior_weight / (double)(n + 1);
-    for (size_t k = 0; k <= n; k++) {
-        double s = w[k];
-        for (size_t j = 0; j < d; j++) {
-            const struct dim *m = &t->dims[j];
-            double muj = mu[k * d + j], sg = k == n ? m->high - m->low : sig[set * d + j];
-            if (m->kind == DIM_CAT) {
-                double c = (double)m->n_cat;
-                s += k == n ? -log(c) : log(((muj == x[j] ? 1.0 : 0.0) + v) / (c * v + 1.0));
-            } else if (!scored_by_mass(m)) {
-                double z = ((m->kind == DIM_DISC ? disc_coord(m, x[j]) : x[j]) - muj) / sg;
-                s += -0.5 * z * z + lz[k * d + j];
-            } else {
-                double a, b;
-                disc_cell(m, x[j], &a, &b);
-                s += log(gauss_mass((a - muj) / sg, (b - muj) / sg)) + lz[k * d + j];
-            }
+    size_t d = t->d, cap = t->cap_scratch, n = ms->n;
+    double *lp = t->mv_lp, *tab = t->mv_tab, prior = ms->w[n];
+    memcpy(lp, ms->w, n * sizeof *lp);
+    for (size_t j = 0; j < d; j++) { /* each term as the prior's below, for all members */
+        const struct dim *m = &t->dims[j];
+        const struct mv_dim *md = &ms->dim[j];
+        const double *mu = ms->mu + j * cap;
+        double range = m->high - m->low, mid = 0.5 * (m->low + m->high);
+        if (m->kind == DIM_CAT) {
+            t->kern->mv_cat(lp, mu, n, x[j], md->lhit, md->lmiss);
+            prior += -log((double)m->n_cat);
+        } else if (!scored_by_mass(m)) {
+            double xc = m->kind == DIM_DISC ? disc_coord(m, x[j]) : x[j];
+            t->kern->mv_dens(lp, mu, ms->lz + j * cap, n, xc, md->sig);
+            double z = (xc - mid) / range;
+            prior += -0.5 * z * z + md->prior_lz;
+        } else {
+            double a, b, sg = md->sig;
+            const double *val = ms->val + j * cap, *lz = ms->lz + j * cap;
+            disc_cell(m, x[j], &a, &b);
+            for (size_t i = 0; i < md->n_val; i++)
+                tab[i] =
+                    log(gauss_mass_memo(t->memo, (a - val[i]) / sg, (b - val[i]) / sg)) + lz[i];
+            t->kern->mv_gather_add(lp, tab, ms->id + j * cap, n);
+            prior +=
+                log(gauss_mass_memo(t->memo, (a - mid) / range, (b - mid) / range)) + md->prior_lz;
         }
-        lp[k] = s;
-        mx = s > mx ? s : mx;
     }
-    double sum = 0.0;
+    lp[n] = prior;
+    double mx = -(double)INFINITY;
     for (size_t k = 0; k <= n; k++)
-        sum += exp(lp[k] - mx);
-    return mx + log(sum);
+        mx = lp[k] > mx ? lp[k] : mx;
+    return mx + log(t->kern->exp_sum(lp, n + 1, mx));
 }
 
 /* Optuna's sample_relative: candidates drawn whole from one component each. */
 static void suggest_joint(struct tpe *t, gsl_rng *r, struct tunep_value *out)
 {
-    size_t d = t->d, n_ei = (size_t)t->c.n_ei_candidates;
-    double sig[2 * TUNEP_SPACE_MAX_PARAMS];
-    size_t nl = mv_fit(t, 0, 1, sig), ng = mv_fit(t, 1, 2, sig);
+    size_t d = t->d, n_ei = (size_t)t->c.n_ei_candidates, cap = t->cap_scratch;
+    struct mv_set *below = &t->mv[0], *above = &t->mv[1];
+    size_t nl = mv_fit(t, below, 1);
+    mv_fit(t, above, 2);
     double *cand = t->cand, *score = t->cand_score, *wl = t->mv_lp;
-    const double *mu = t->mv_mu[0];
     for (size_t k = 0; k < nl; k++) /* the below set's weights, back from logs for the draw */
-        wl[k] = exp(t->mv_w[0][k]);
+        wl[k] = exp(below->w[k]);
     for (size_t c = 0; c < n_ei; c++)
         cand[c * d] = (double)pick_component(wl, nl, gsl_rng_uniform(r));
     for (size_t c = 0; c < n_ei; c++) {
@@ -1180,22 +1246,23 @@ static void suggest_joint(struct tpe *t, gsl_rng *r, struct tunep_value *out)
         for (size_t j = 0; j < d; j++) {
             const struct dim *m = &t->dims[j];
             double u = gsl_rng_uniform(r), x;
+            double centre = k == nl ? 0.5 * (m->low + m->high) : below->mu[j * cap + k];
             if (m->kind == DIM_CAT) {
                 double nc = (double)m->n_cat, v = t->c.prior_weight / (double)(nl + 1);
                 double hit = (v + 1.0) / (nc * v + 1.0);
                 if (k == nl) {
                     x = floor(u * nc);
                 } else if (u < hit) {
-                    x = mu[k * d + j];
+                    x = centre;
                 } else { /* uniform over the other choices */
                     x = floor((u - hit) / (1.0 - hit) * (nc - 1.0));
                     x = x > nc - 2.0 ? nc - 2.0 : x;
-                    x += x >= mu[k * d + j] ? 1.0 : 0.0;
+                    x += x >= centre ? 1.0 : 0.0;
                 }
                 x = x > m->kmax ? m->kmax : x;
             } else {
-                double sg = k == nl ? m->high - m->low : sig[j];
-                x = truncnorm_draw(mu[k * d + j], sg, m->low, m->high, u);
+                double sg = k == nl ? m->high - m->low : below->dim[j].sig;
+                x = truncnorm_draw(centre, sg, m->low, m->high, u);
                 if (m->kind == DIM_DISC)
                     x = disc_index(m, x);
             }
@@ -1204,7 +1271,7 @@ static void suggest_joint(struct tpe *t, gsl_rng *r, struct tunep_value *out)
     }
     size_t best = 0;
     for (size_t c = 0; c < n_ei; c++) {
-        score[c] = mv_log(t, 0, nl, sig, cand + c * d) - mv_log(t, 1, ng, sig, cand + c * d);
+        score[c] = mv_log(t, below, cand + c * d) - mv_log(t, above, cand + c * d);
         if (score[c] > score[best] || isnan(score[best]))
             best = c;
     }
@@ -1263,6 +1330,7 @@ static void tpe_free(struct tunep_searcher *s)
     tunep_free(t->cand);
     tunep_free(t->cand_score);
     tunep_free(t->memo);
+    tunep_free(t->mv[0].dim);
     tunep_free(t);
 }
 
@@ -1370,11 +1438,13 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
     t->cand = tunep_malloc(n_ei * (d ? d : 1) * sizeof *t->cand);
     t->cand_score = tunep_malloc(n_ei * sizeof *t->cand_score);
     t->memo = tunep_malloc(((size_t)1 << TPE_MEMO_BITS) * sizeof *t->memo);
-    if (!t->dims || !t->cand || !t->cand_score || !t->memo) {
+    t->mv[0].dim = tunep_calloc(2 * (d ? d : 1), sizeof *t->mv[0].dim);
+    if (!t->dims || !t->cand || !t->cand_score || !t->memo || !t->mv[0].dim) {
         tpe_free(&t->base);
         return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory");
     }
     t->kern = tunep_tpe_kernels_best();
+    t->mv[1].dim = t->mv[0].dim + (d ? d : 1);
     for (size_t i = 0; i < ((size_t)1 << TPE_MEMO_BITS); i++) /* each entry true from the start */
         t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY,
                                          gauss_mass((double)INFINITY, (double)INFINITY)};

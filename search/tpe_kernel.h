@@ -60,6 +60,12 @@ struct tunep_tpe_kernels {
      */
     void (*reach)(const double *mu, const double *sig, size_t n, double cut, double *hi,
                   double *lo);
+    /* multivariate terms, k < n: lp[k] += -0.5 z z + lz[k], z = (x - mu[k]) / sig */
+    void (*mv_dens)(double *lp, const double *mu, const double *lz, size_t n, double x, double sig);
+    /* lp[k] += mu[k] == x ? hit : miss */
+    void (*mv_cat)(double *lp, const double *mu, size_t n, double x, double hit, double miss);
+    /* lp[k] += tab[id[k]] */
+    void (*mv_gather_add)(double *lp, const double *tab, const size_t *id, size_t n);
 };
 
 /* The variants, one per instruction set (NULL where the build lacks it). */
@@ -82,6 +88,11 @@ int tunep_tpe_has_ties_generic(const double *x, size_t n);
 size_t tunep_tpe_merge_generic(double *mu, double *sig, double *w, size_t n);
 void tunep_tpe_reach_generic(const double *mu, const double *sig, size_t n, double cut, double *hi,
                              double *lo);
+void tunep_tpe_mv_dens_generic(double *lp, const double *mu, const double *lz, size_t n, double x,
+                               double sig);
+void tunep_tpe_mv_cat_generic(double *lp, const double *mu, size_t n, double x, double hit,
+                              double miss);
+void tunep_tpe_mv_gather_add_generic(double *lp, const double *tab, const size_t *id, size_t n);
 void tunep_tpe_fit_coef_generic(const double *mu, const double *sig, const double *w, size_t n,
                                 double low, double high, double cut, double norm, double *isig,
                                 double *coef);
@@ -95,6 +106,11 @@ int tunep_tpe_has_ties_avx2(const double *x, size_t n);
 size_t tunep_tpe_merge_avx2(double *mu, double *sig, double *w, size_t n);
 void tunep_tpe_reach_avx2(const double *mu, const double *sig, size_t n, double cut, double *hi,
                           double *lo);
+void tunep_tpe_mv_dens_avx2(double *lp, const double *mu, const double *lz, size_t n, double x,
+                            double sig);
+void tunep_tpe_mv_cat_avx2(double *lp, const double *mu, size_t n, double x, double hit,
+                           double miss);
+void tunep_tpe_mv_gather_add_avx2(double *lp, const double *tab, const size_t *id, size_t n);
 void tunep_tpe_fit_coef_avx2(const double *mu, const double *sig, const double *w, size_t n,
                              double low, double high, double cut, double norm, double *isig,
                              double *coef);
@@ -108,6 +124,11 @@ int tunep_tpe_has_ties_avx512(const double *x, size_t n);
 size_t tunep_tpe_merge_avx512(double *mu, double *sig, double *w, size_t n);
 void tunep_tpe_reach_avx512(const double *mu, const double *sig, size_t n, double cut, double *hi,
                             double *lo);
+void tunep_tpe_mv_dens_avx512(double *lp, const double *mu, const double *lz, size_t n, double x,
+                              double sig);
+void tunep_tpe_mv_cat_avx512(double *lp, const double *mu, size_t n, double x, double hit,
+                             double miss);
+void tunep_tpe_mv_gather_add_avx512(double *lp, const double *tab, const size_t *id, size_t n);
 void tunep_tpe_fit_coef_avx512(const double *mu, const double *sig, const double *w, size_t n,
                                double low, double high, double cut, double norm, double *isig,
                                double *coef);

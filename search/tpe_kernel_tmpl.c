@@ -190,6 +190,28 @@ void KFN(tunep_tpe_reach)(const double *mu, const double *sig, size_t n, double 
     }
 }
 
+void KFN(tunep_tpe_mv_dens)(double *lp, const double *mu, const double *lz, size_t n, double x,
+                            double sig)
+{
+    for (size_t k = 0; k < n; k++) {
+        double z = (x - mu[k]) / sig;
+        lp[k] += -0.5 * z * z + lz[k];
+    }
+}
+
+void KFN(tunep_tpe_mv_cat)(double *lp, const double *mu, size_t n, double x, double hit,
+                           double miss)
+{
+    for (size_t k = 0; k < n; k++)
+        lp[k] += mu[k] == x ? hit : miss;
+}
+
+void KFN(tunep_tpe_mv_gather_add)(double *lp, const double *tab, const size_t *id, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        lp[k] += tab[id[k]];
+}
+
 const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .name = KNAME,
     .exp_n = KFN(tunep_tpe_exp_n),
@@ -201,4 +223,7 @@ const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .has_ties = KFN(tunep_tpe_has_ties),
     .merge = KFN(tunep_tpe_merge),
     .reach = KFN(tunep_tpe_reach),
+    .mv_dens = KFN(tunep_tpe_mv_dens),
+    .mv_cat = KFN(tunep_tpe_mv_cat),
+    .mv_gather_add = KFN(tunep_tpe_mv_gather_add),
 };
