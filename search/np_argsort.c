@@ -1,15 +1,16 @@
 /*
  * np_argsort.c - numpy 1.24's aquicksort and aheapsort
- * (numpy/core/src/npysort/quicksort.cpp, heapsort.cpp) on (value, index)
+ * (numpy/core/src/npysort/quicksort.cpp, heapsort.cpp) on (key, position)
  * items: median-of-3 quicksort down to 16 elements, then insertion sort, and
  * heapsort below 2 log2(n) levels. Checked against np.argsort on 3,000
  * random arrays with and without ties, sorted, reversed and median-of-3
  * killers (which reach the heapsort): identical permutations.
  *
  * numpy moves indices and compares the values they point to; here each
- * index carries its value. The partition finds the same swaps without
- * numpy's data-dependent scans, which mispredict about every other step on
- * arrays with ties: its scans stop at the positions whose values are
+ * position carries its key in one 64-bit word (8-byte moves, integer
+ * comparisons), and the caller ranks its doubles into keys. The partition finds the same swaps
+ * without numpy's data-dependent scans, which mispredict about every other step on arrays with
+ * ties: its scans stop at the positions whose values are
  * >= the pivot (from the left) and <= it (from the right), and the k-th
  * swap exchanges the k-th stop of each side while the left one comes first
  * (see np_partition), so the stops are listed first, without branches;
@@ -21,24 +22,24 @@
 #define NP_SMALL_QUICKSORT 15
 #define NP_QS_STACK        128 /* numpy's PYA_QS_STACK: 2 * 64 levels */
 
-static void np_swap(struct tunep_np_item *a, struct tunep_np_item *b)
+static void np_swap(uint64_t *a, uint64_t *b)
 {
-    struct tunep_np_item t = *a;
+    uint64_t t = *a;
     *a = *b;
     *b = t;
 }
 
 /* numpy's aheapsort_ on a[0..n), as 1-based b[1..n] */
-static void np_aheapsort(struct tunep_np_item *a, size_t n)
+static void np_aheapsort(uint64_t *a, size_t n)
 {
-    struct tunep_np_item *b = a - 1, tmp;
+    uint64_t *b = a - 1, tmp;
     size_t i, j, l;
     for (l = n >> 1; l > 0; --l) {
         tmp = b[l];
         for (i = l, j = l << 1; j <= n;) {
-            if (j < n && b[j].v < b[j + 1].v)
+            if (j < n && TUNEP_NP_KEY(b[j]) < TUNEP_NP_KEY(b[j + 1]))
                 j += 1;
-            if (!(tmp.v < b[j].v))
+            if (!(TUNEP_NP_KEY(tmp) < TUNEP_NP_KEY(b[j])))
                 break;
             b[i] = b[j];
             i = j;
@@ -51,9 +52,9 @@ static void np_aheapsort(struct tunep_np_item *a, size_t n)
         b[n] = b[1];
         n -= 1;
         for (i = 1, j = 2; j <= n;) {
-            if (j < n && b[j].v < b[j + 1].v)
+            if (j < n && TUNEP_NP_KEY(b[j]) < TUNEP_NP_KEY(b[j + 1]))
                 j++;
-            if (!(tmp.v < b[j].v))
+            if (!(TUNEP_NP_KEY(tmp) < TUNEP_NP_KEY(b[j])))
                 break;
             b[i] = b[j];
             i = j;
@@ -64,31 +65,31 @@ static void np_aheapsort(struct tunep_np_item *a, size_t n)
 }
 
 /*
- * numpy's partition of pl[0..len] around vp = pl[len - 1].v (the pivot, moved
- * there; pl[0].v <= vp), as its loop
- *     for (;;) { do ++pi; while (v[pi] < vp); do --pj; while (vp < v[pj]);
+ * numpy's partition of pl[0..len] around the pivot's key vp (the pivot moved
+ * to pl[len - 1]; pl[0]'s key <= vp), as its loop
+ *     for (;;) { do ++pi; while (key(pi) < vp); do --pj; while (vp < key(pj));
  *                if (pi >= pj) break; swap(pi, pj); }
  * from pi = 0, pj = len - 1 leaves it; returns where pi stops.
- * With L the positions in (0, len - 1] whose value is not < vp, ascending,
- * and R those in [0, len - 1) whose value vp is not < , descending, all
+ * With L the positions in (0, len - 1] whose key is not < vp, ascending,
+ * and R those in [0, len - 1) whose key vp is not < , descending, all
  * taken before any swap: the k-th round stops at L[k] and R[k] and swaps
  * them while L[k] < R[k], the first time. Earlier swaps only wrote to
- * L[0..k-1] (now values <= vp) and R[0..k-1] (now >= vp), so the left scan
+ * L[0..k-1] (now keys <= vp) and R[0..k-1] (now >= vp), so the left scan
  * from L[k-1] stops at min(L[k], R[k-1]) and the right one at
  * max(R[k], L[k-1]), which cross exactly when L[k] >= R[k]. Both lists end
- * in a sentinel (the pivot, position 0). The lists grow a chunk at a time
- * from both ends, as far as the rounds need them (about len positions in
- * all), with branch-free appends; the swaps come after.
+ * in a sentinel (the pivot, position 0). They come from one pass, four
+ * positions at a time, with branch-free appends; the swaps come after.
  */
-static struct tunep_np_item *np_partition(struct tunep_np_item *pl, size_t len, size_t *work)
+static uint64_t *np_partition(uint64_t *pl, size_t len, size_t *work)
 {
     size_t *lft = work, *rgt = work + len, nl = 0, nr = 0;
-    double vp = pl[len - 1].v;
+    uint32_t vp = TUNEP_NP_KEY(pl[len - 1]);
     rgt[nr] = 0;
-    nr += !(vp < pl[0].v);
+    nr += !(vp < TUNEP_NP_KEY(pl[0]));
     size_t p = 1;
     for (; p + 4 < len; p += 4) {
-        double x0 = pl[p].v, x1 = pl[p + 1].v, x2 = pl[p + 2].v, x3 = pl[p + 3].v;
+        uint32_t x0 = TUNEP_NP_KEY(pl[p]), x1 = TUNEP_NP_KEY(pl[p + 1]),
+                 x2 = TUNEP_NP_KEY(pl[p + 2]), x3 = TUNEP_NP_KEY(pl[p + 3]);
         size_t l0 = !(x0 < vp), l1 = !(x1 < vp), l2 = !(x2 < vp), l3 = !(x3 < vp);
         size_t r0 = !(vp < x0), r1 = !(vp < x1), r2 = !(vp < x2), r3 = !(vp < x3);
         lft[nl] = p;
@@ -109,7 +110,7 @@ static struct tunep_np_item *np_partition(struct tunep_np_item *pl, size_t len, 
         nr += r3;
     }
     for (; p + 1 < len; p++) {
-        double x = pl[p].v;
+        uint32_t x = TUNEP_NP_KEY(pl[p]);
         lft[nl] = p;
         nl += !(x < vp);
         rgt[nr] = p;
@@ -127,27 +128,27 @@ static struct tunep_np_item *np_partition(struct tunep_np_item *pl, size_t len, 
     return pl + (lft[k] < back ? lft[k] : back);
 }
 
-void tunep_np_argsort(struct tunep_np_item *a, size_t n, size_t *work)
+void tunep_np_argsort(uint64_t *a, size_t n, size_t *work)
 {
-    struct tunep_np_item *stack[NP_QS_STACK], **sptr = stack;
+    uint64_t *stack[NP_QS_STACK], **sptr = stack;
     int depth[NP_QS_STACK / 2], *psdepth = depth, cdepth = 0;
     if (n < 2)
         return;
     for (size_t m = n; m > 1; m >>= 1) /* npy_get_msb(n) * 2 */
         cdepth += 2;
-    struct tunep_np_item *pl = a, *pr = a + n - 1;
+    uint64_t *pl = a, *pr = a + n - 1;
     for (;;) {
         if (cdepth < 0) {
             np_aheapsort(pl, (size_t)(pr - pl) + 1);
             goto pop;
         }
         while (pr - pl > NP_SMALL_QUICKSORT) {
-            struct tunep_np_item *pm = pl + ((pr - pl) >> 1), *pi;
-            if (pm->v < pl->v)
+            uint64_t *pm = pl + ((pr - pl) >> 1), *pi;
+            if (TUNEP_NP_KEY(*pm) < TUNEP_NP_KEY(*pl))
                 np_swap(pm, pl);
-            if (pr->v < pm->v)
+            if (TUNEP_NP_KEY(*pr) < TUNEP_NP_KEY(*pm))
                 np_swap(pr, pm);
-            if (pm->v < pl->v)
+            if (TUNEP_NP_KEY(*pm) < TUNEP_NP_KEY(*pl))
                 np_swap(pm, pl);
             np_swap(pm, pr - 1);
             pi = np_partition(pl, (size_t)(pr - pl), work);
@@ -163,9 +164,9 @@ void tunep_np_argsort(struct tunep_np_item *a, size_t n, size_t *work)
             }
             *psdepth++ = --cdepth;
         }
-        for (struct tunep_np_item *pi = pl + 1; pi <= pr; ++pi) {
-            struct tunep_np_item vi = *pi, *pj = pi, *pk = pi - 1;
-            while (pj > pl && vi.v < pk->v)
+        for (uint64_t *pi = pl + 1; pi <= pr; ++pi) {
+            uint64_t vi = *pi, *pj = pi, *pk = pi - 1;
+            while (pj > pl && TUNEP_NP_KEY(vi) < TUNEP_NP_KEY(*pk))
                 *pj-- = *pk--;
             *pj = vi;
         }

@@ -11,18 +11,21 @@
 #define TUNE_NP_ARGSORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-/* A value and its position in the input, moved together. */
-struct tunep_np_item {
-    double v;
-    size_t i;
-};
+/* An item: its sort key in the high 32 bits, its position in the input in the low 32. */
+#define TUNEP_NP_ITEM(key, pos) (((uint64_t)(key) << 32) | (uint64_t)(pos))
+#define TUNEP_NP_KEY(item)      ((uint32_t)((item) >> 32))
+#define TUNEP_NP_POS(item)      ((size_t)((item)&0xffffffffu))
 
 /*
- * Sorts a[0..n) by v exactly as np.argsort(v) orders the indices: afterwards
- * a[k].i is np.argsort's k-th index when a[k].i was k before. work: room for
- * 2 n positions (scratch).
+ * Sorts a[0..n) by key exactly as np.argsort(keys) orders the positions:
+ * afterwards TUNEP_NP_POS(a[k]) is np.argsort's k-th index when a[k] held
+ * position k before. numpy's order depends only on the outcomes of its
+ * comparisons, so keys that rank doubles (equal for equal values, in the
+ * same order) give the permutation of np.argsort on the doubles themselves.
+ * work: room for 2 n positions (scratch); n < 2^32.
  */
-void tunep_np_argsort(struct tunep_np_item *a, size_t n, size_t *work);
+void tunep_np_argsort(uint64_t *a, size_t n, size_t *work);
 
 #endif /* TUNE_NP_ARGSORT_H */

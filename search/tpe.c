@@ -99,6 +99,7 @@ struct kde1 {
     double *mu, *sig, *isig, *coef, *w;
     double *reach_hi; /* max over j <= k of mu_j + TPE_CUT sig_j */
     double *reach_lo; /* min over j >= k of mu_j - TPE_CUT sig_j */
+    size_t *slot;     /* kde_fit: each member's slot, in value order */
     double prior_mu, prior_sig, prior_w, prior_coef;
     double *pmf;              /* CAT: the mixture's probability of each choice */
     double cat_hit, cat_miss; /* CAT: an observation's kernel at its own / another choice */
@@ -152,12 +153,13 @@ struct tpe {
     /* scratch, for cap_scratch slots; one block */
     size_t cap_scratch, cap_cat;
     void *scratch;
-    unsigned char *member;       /* per slot: 0, 1 below, 2 above */
-    double *slot_w;              /* per slot: its weight in its set */
-    struct tunep_np_item *items; /* tunep_np_argsort's values and positions */
-    size_t *sort_work;           /* tunep_np_argsort's scratch, 2 cap */
-    int missing;                 /* some member lacks a value: weights differ per dimension */
-    size_t weighed[3];           /* per set: the dimension slot_w holds weights for (d: all) */
+    unsigned char *member; /* per slot: 0, 1 below, 2 above */
+    double *slot_w;        /* per slot: its weight in its set */
+    uint64_t *items;       /* tunep_np_argsort's keys and positions */
+    size_t *sort_work;     /* tunep_np_argsort's scratch, 2 cap */
+    uint32_t *rank;        /* per slot: its value's rank in its set (kde_finish, ties) */
+    int missing;           /* some member lacks a value: weights differ per dimension */
+    size_t weighed[3];     /* per set: the dimension slot_w holds weights for (d: all) */
     struct kde1 below, above;
     double *mv_lp;       /* multivariate: per-component log terms */
     double *mv_tab;      /* multivariate: a mass dimension's term per distinct value */
@@ -753,10 +755,12 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
         cap *= 2;
     size_t d = t->d ? t->d : 1, cat = t->cap_cat;
     /* kde arrays, slot_w, mv_lp, mv_tab, per set: mv mu, lz and val (cap x d) and w; pmfs;
-     * then items (a double and a size_t, aligned like double), sort_work (2 cap size_t),
-     * per set: mv id (cap x d size_t), and member (bytes) */
+     * then items (uint64_t), sort_work (2 cap size_t), per set: mv id (cap x d size_t) and
+     * slot (cap size_t), rank (uint32_t) and member (bytes); keys hold positions in 32 bits */
+    if (cap > UINT32_MAX / 2) /* keys 2 rank + 1 and positions in 32 bits */
+        return TUNE_ENOMEM;
     size_t n_doubles = 2 * KDE_ARRAYS * cap + 3 * cap + 2 * (3 * cap * d + cap) + 2 * cat;
-    size_t rest = cap * (sizeof(struct tunep_np_item) + 2 * sizeof(size_t) + 1) +
+    size_t rest = cap * (sizeof(uint64_t) + 4 * sizeof(size_t) + sizeof(uint32_t) + 1) +
                   2 * cap * d * sizeof(size_t);
     if (n_doubles > (SIZE_MAX / 2 - rest) / sizeof(double))
         return TUNE_ENOMEM;
@@ -790,11 +794,14 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     p += cat;
     t->above.pmf = p;
     p += cat;
-    t->items = (struct tunep_np_item *)(void *)p;
+    t->items = (uint64_t *)(void *)p;
     t->sort_work = (size_t *)(void *)(t->items + cap);
     t->mv[0].id = t->sort_work + 2 * cap;
     t->mv[1].id = t->mv[0].id + cap * d;
-    t->member = (unsigned char *)(t->mv[1].id + cap * d);
+    t->below.slot = t->mv[1].id + cap * d;
+    t->above.slot = t->below.slot + cap;
+    t->rank = (uint32_t *)(void *)(t->above.slot + cap);
+    t->member = (unsigned char *)(t->rank + cap);
     return TUNE_OK;
 }
 
@@ -930,27 +937,43 @@ static void kde_finish(struct tpe *t, struct kde1 *e, unsigned char which, size_
     size_t p_at = lower_bound(mu, n, e->prior_mu, 1);
     int ties = (p_at > 0 && mu[p_at - 1] == e->prior_mu) || t->kern->has_ties(mu, n);
     if (ties) {
-        struct tunep_np_item *it = t->items;
-        double *wt = e->reach_lo; /* free until the reach bounds below */
+        /*
+         * numpy's argsort on keys that rank the values (tunep_np_argsort): a member
+         * with the r-th smallest of the set's values gets 2 r + 1, the prior's centre
+         * 2 r + 1 as well if it equals that value, else twice the number of values
+         * below it
+         */
+        size_t p_lt = lower_bound(mu, n, e->prior_mu, 0);
+        uint32_t r = 0, below = 0;
+        for (size_t k = 0; k < n; k++) {
+            r += (uint32_t)(k > 0) & (uint32_t)(mu[k] != mu[k - 1]);
+            t->rank[e->slot[k]] = r;
+            below = k < p_lt ? r + 1 : below; /* distinct values below the prior's */
+        }
+        uint32_t prior_key = 2 * below + (uint32_t)(p_lt < n && mu[p_lt] == e->prior_mu);
+        uint64_t *it = t->items;
+        double *vt = e->reach_hi, *wt = e->reach_lo; /* free until the widths and reach bounds */
         size_t c = 0;
         for (size_t k = 0; k < t->n_slots; k++) { /* written always, kept by the count */
             size_t s = t->by_id[k];
             double v = t->vals[s * t->d + j];
             int in = t->member[s] == which && !isnan(v); /* has_values(t, s, j) */
-            it[c] = (struct tunep_np_item){v, c};
+            it[c] = TUNEP_NP_ITEM(in ? 2 * t->rank[s] + 1 : 0, c);
+            vt[c] = v;
             wt[c] = in ? t->slot_w[s] : 0.0;
             c += (size_t)in;
         }
         t->kern->div_n(wt, c, wsum);
-        it[c] = (struct tunep_np_item){e->prior_mu, c};
+        it[c] = TUNEP_NP_ITEM(prior_key, c);
         tunep_np_argsort(it, n + 1, t->sort_work);
         for (size_t k = 0, o = 0; k <= n; k++) {
-            if (it[k].i == n) {
+            size_t i = TUNEP_NP_POS(it[k]);
+            if (i == n) {
                 p_at = k;
                 continue;
             }
-            mu[o] = it[k].v;
-            w[o++] = wt[it[k].i];
+            mu[o] = vt[i];
+            w[o++] = wt[i];
         }
     }
     kde_widths(t, m, e, n, p_at, e->reach_hi); /* reach_hi: free until the reach bounds */
@@ -990,16 +1013,18 @@ static void kde_fit(struct tpe *t, size_t j)
     const double *vals = t->vals + j, *slot_w = t->slot_w;
     double *mu1 = t->below.mu, *w1 = t->below.w, *mu2 = t->above.mu, *w2 = t->above.w;
     double ws1 = t->c.prior_weight, ws2 = t->c.prior_weight;
-    size_t n1 = 0, n2 = 0, d = t->d;
+    size_t n1 = 0, n2 = 0, d = t->d, *slot1 = t->below.slot, *slot2 = t->above.slot;
     for (size_t k = 0; k < m->n_order; k++) {
         size_t s = order[k];
         if (member[s] == 2) {
             mu2[n2] = vals[s * d];
             w2[n2] = slot_w[s];
+            slot2[n2] = s;
             ws2 += w2[n2++];
         } else if (member[s] == 1) {
             mu1[n1] = vals[s * d];
             w1[n1] = slot_w[s];
+            slot1[n1] = s;
             ws1 += w1[n1++];
         }
     }
