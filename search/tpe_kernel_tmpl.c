@@ -50,6 +50,8 @@ static const double exp2_64[64] = {
     0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0, 0x1.fa7c1819e90d8p+0,
 };
 
+#define TPE_HALF_LOG2E (-0x1.71547652b82fep-1) /* -log2(e) / 2: exp(-z^2 / 2) = 2^(this z^2) */
+
 static inline double kexp(double x)
 {
     const double shift = 0x1.8p46;              /* 1.5 * 2^46: its last bit is 1/64 */
@@ -72,6 +74,43 @@ static inline double kexp(double x)
     sb += (ki >> 6) << 52; /* floor(k / 64) into the exponent, modulo 2^12: wraps below -1022 */
     memcpy(&scale, &sb, sizeof scale);
     return x < -708.0 ? 0.0 : p * scale;
+}
+
+/*
+ * 2^y = 2^(k/64) 2^r with k = round(64 y) and r = y - k/64 exact, |r| <= 1/128:
+ * the table and the Taylor polynomial of e^(r ln 2) of degree 5 (truncation
+ * below 4e-17). From y = -1022 down the result is 0: the exponent would wrap;
+ * the test is on y's bits (a subtraction and a shift, which SSE2 has for
+ * 64-bit lanes) so that the loops stay vectorised on every instruction set.
+ */
+static inline double kexp2(double y)
+{
+    const double shift = 0x1.8p46, lim = -1022.0;
+    double kd = y + shift;
+    uint64_t ki, sb, uy, ulim;
+    memcpy(&ki, &kd, sizeof ki);
+    kd -= shift;
+    double r = y - kd;
+    double p = 0x1.5d87fe78a6731p-10; /* ln(2)^i / i! */
+    p = p * r + 0x1.3b2ab6fba4e77p-7;
+    p = p * r + 0x1.c6b08d704a0c0p-5;
+    p = p * r + 0x1.ebfbdff82c58fp-3;
+    p = p * r + 0x1.62e42fefa39efp-1;
+    p = p * r + 1.0;
+    double t = exp2_64[ki & 63u], scale;
+    memcpy(&sb, &t, sizeof sb);
+    sb += (ki >> 6) << 52;
+    memcpy(&uy, &y, sizeof uy);
+    memcpy(&ulim, &lim, sizeof ulim);
+    sb &= -(((uy - ulim) | ~uy) >> 63); /* y >= 0, or its bits below -1022's (NaN: NaN * 0) */
+    memcpy(&scale, &sb, sizeof scale);
+    return p * scale;
+}
+
+void KFN(tunep_tpe_exp2_n)(const double *x, double *y, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        y[k] = kexp2(x[k]);
 }
 
 void KFN(tunep_tpe_exp_n)(const double *x, double *y, size_t n)
@@ -97,11 +136,11 @@ double KFN(tunep_tpe_gauss_sum)(const double *mu, const double *isig, const doub
     for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
         for (size_t j = 0; j < TUNEP_TPE_LANES; j++) {
             double z = (x - mu[k + j]) * isig[k + j];
-            acc[j] += coef[k + j] * kexp(-0.5 * z * z);
+            acc[j] += coef[k + j] * kexp2(TPE_HALF_LOG2E * z * z);
         }
     for (; k < n; k++) {
         double z = (x - mu[k]) * isig[k];
-        tail += coef[k] * kexp(-0.5 * z * z);
+        tail += coef[k] * kexp2(TPE_HALF_LOG2E * z * z);
     }
     return lanes_total(acc, tail);
 }
@@ -215,6 +254,7 @@ void KFN(tunep_tpe_mv_gather_add)(double *lp, const double *tab, const size_t *i
 const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .name = KNAME,
     .exp_n = KFN(tunep_tpe_exp_n),
+    .exp2_n = KFN(tunep_tpe_exp2_n),
     .gauss_sum = KFN(tunep_tpe_gauss_sum),
     .exp_sum = KFN(tunep_tpe_exp_sum),
     .div_n = KFN(tunep_tpe_div_n),

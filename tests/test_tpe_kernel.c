@@ -4,10 +4,14 @@
  * - exp against libm's on 4 million points of [-708, 709] (denser where TPE
  *   uses it: [-40.5, 0] for kernels, [-50, 0] for log-sum-exp): relative
  *   error below 5e-16 (the worst seen: 4.0e-16); 0 below -708; NaN stays NaN;
- * - the Gaussian kernel sum and the sum of exponentials against plain libm
- *   loops: relative difference below 1e-14 for sums of up to 2,000 terms;
+ * - exp2 against libm's on 3 million points of [-1022, 1023] (denser in
+ *   [-60, 0], where the Gaussian kernels use it): below 5e-16; 0 from -1022
+ *   down; NaN stays NaN;
+ * - the Gaussian kernel sum (2^(-log2(e)/2 z^2) per term) and the sum of
+ *   exponentials against plain libm loops (exp(-z^2/2)): relative difference
+ *   below 1e-14 for sums of up to 2,000 terms;
  * - the fitting helpers (division, coefficients, widths, ties, merging, reach
- *   bounds) equal to the plain loops, bit for bit;
+ *   bounds) and the multivariate terms equal to the plain loops, bit for bit;
  * - every variant gives the same bits as the generic one on every input.
  */
 #include <math.h>
@@ -97,6 +101,48 @@ START_TEST(test_exp_against_libm)
         }
     }
     ck_assert(worst > 0.0); /* the approximation is one: it is not libm's bits everywhere */
+    free(x);
+    free(y);
+    free(y0);
+}
+END_TEST
+
+START_TEST(test_exp2_against_libm)
+{
+    enum { N = 1 << 20 };
+    const struct tunep_tpe_kernels *v[3];
+    size_t nv = variants(v);
+    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *y0 = malloc(N * sizeof *y0);
+    ck_assert(x && y && y0);
+    for (int round = 0; round < 3; round++) {
+        double lo = round == 0   ? -1021.9
+                    : round == 1 ? -60.0
+                                 : -1.0,
+               hi = round == 0 ? 1023.0 : 0.0;
+        for (size_t k = 0; k < N; k++)
+            x[k] = uniform(lo, hi);
+        for (size_t k = 0; k < 128; k++) /* the rounding boundaries of k / 64 */
+            x[k] = -(double)(k + round * 128) / 128.0;
+        v[0]->exp2_n(x, y0, N);
+        for (size_t k = 0; k < N; k++) {
+            double e = exp2(x[k]), err = fabs(y0[k] - e) / e;
+            CHECK(err < 5e-16, "exp2(%a) = %a, libm %a: relative error %g", x[k], y0[k], e, err);
+        }
+        for (size_t i = 1; i < nv; i++) {
+            v[i]->exp2_n(x, y, N);
+            for (size_t k = 0; k < N; k++)
+                CHECK(same_bits(y[k], y0[k]), "%s exp2(%a) = %a, generic %a", v[i]->name, x[k],
+                      y[k], y0[k]);
+        }
+    }
+    double e[5] = {-1022.0, -1100.5, -1e300, (double)NAN, 0.0}, f[5];
+    for (size_t i = 0; i < nv; i++) {
+        v[i]->exp2_n(e, f, 5);
+        for (int k = 0; k < 3; k++)
+            CHECK(f[k] == 0.0, "%s exp2(%g) = %g, want 0", v[i]->name, e[k], f[k]);
+        CHECK(isnan(f[3]), "%s exp2(NaN) = %g", v[i]->name, f[3]);
+        CHECK(f[4] == 1.0, "%s exp2(0) = %g", v[i]->name, f[4]);
+    }
     free(x);
     free(y);
     free(y0);
@@ -241,6 +287,41 @@ START_TEST(test_fitting_helpers_exact)
 }
 END_TEST
 
+START_TEST(test_multivariate_terms_exact)
+{
+    enum { N = 900 };
+    const struct tunep_tpe_kernels *v[3];
+    size_t nv = variants(v);
+    double mu[N], lz[N], lp[N], want[N], tab[64];
+    size_t id[N];
+    for (int round = 0; round < 100; round++) {
+        size_t n = round < 20 ? (size_t)round : (size_t)uniform(0.0, N);
+        double x = uniform(-1.0, 1.0), sig = uniform(0.01, 1.0);
+        for (size_t k = 0; k < n; k++) {
+            mu[k] = uniform(0.0, 1.0) < 0.3 ? x : uniform(-1.0, 1.0);
+            lz[k] = uniform(-3.0, 3.0);
+            id[k] = (size_t)uniform(0.0, 64.0);
+        }
+        for (size_t i = 0; i < 64; i++)
+            tab[i] = uniform(-5.0, 0.0);
+        for (size_t i = 0; i < nv; i++) {
+            for (size_t k = 0; k < n; k++)
+                lp[k] = want[k] = uniform(-9.0, 0.0);
+            v[i]->mv_dens(lp, mu, lz, n, x, sig);
+            v[i]->mv_cat(lp, mu, n, x, -0.25, -1.75);
+            v[i]->mv_gather_add(lp, tab, id, n);
+            for (size_t k = 0; k < n; k++) {
+                double z = (x - mu[k]) / sig;
+                want[k] += -0.5 * z * z + lz[k];
+                want[k] += mu[k] == x ? -0.25 : -1.75;
+                want[k] += tab[id[k]];
+                CHECK(same_bits(lp[k], want[k]), "%s multivariate terms at %zu", v[i]->name, k);
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *tpe_kernel_suite(void)
 {
     Suite *s = suite_create("tpe_kernel");
@@ -248,9 +329,11 @@ static Suite *tpe_kernel_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_best_is_a_variant);
     tcase_add_test(tc, test_exp_against_libm);
+    tcase_add_test(tc, test_exp2_against_libm);
     tcase_add_test(tc, test_exp_edges);
     tcase_add_test(tc, test_sums_against_libm);
     tcase_add_test(tc, test_fitting_helpers_exact);
+    tcase_add_test(tc, test_multivariate_terms_exact);
     suite_add_tcase(s, tc);
     return s;
 }
