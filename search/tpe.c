@@ -166,6 +166,8 @@ struct tpe {
     struct mv_set mv[2]; /* multivariate: below, above */
     double *cand;        /* [n_ei * d] candidates: coordinate or index */
     double *cand_score;
+    double *cand_log;          /* [n_ei]: one set's log densities (kde_log_all) */
+    size_t *cand_lo, *cand_hi; /* [n_ei]: kernel windows (kde_log_all) */
 };
 
 /* ---- small numerics ------------------------------------------------------- */
@@ -1056,6 +1058,41 @@ static double kde_log(struct tpe *t, const struct kde1 *e, int dens, double a, d
     return log(sum);
 }
 
+/*
+ * out[c] = kde_log(t, e, 1, x[c], x[c]) for c < m: the candidates' windows
+ * found together (their binary searches interleaved, so that they overlap
+ * rather than each waiting on its own loads), the sums one by one.
+ */
+static void kde_log_all(struct tpe *t, const struct kde1 *e, const double *x, size_t m, double *out)
+{
+    size_t *lo = t->cand_lo, *hi = t->cand_hi, n = e->n, len = n;
+    const double *rh = e->reach_hi, *rl = e->reach_lo;
+    for (size_t c = 0; c < m; c++)
+        lo[c] = hi[c] = 0;
+    if (n > 0) {
+        while (len > 1) { /* lower_bound's halving, for all candidates at each step */
+            size_t half = len / 2;
+            for (size_t c = 0; c < m; c++) {
+                lo[c] += !(rh[lo[c] + half] >= x[c]) ? half : 0;
+                hi[c] += !(rl[hi[c] + half] > x[c]) ? half : 0;
+            }
+            len -= half;
+        }
+        for (size_t c = 0; c < m; c++) {
+            lo[c] += (size_t) !(rh[lo[c]] >= x[c]);
+            hi[c] += (size_t) !(rl[hi[c]] > x[c]);
+        }
+    }
+    for (size_t c = 0; c < m; c++) {
+        double z = (x[c] - e->prior_mu) / e->prior_sig;
+        double sum = e->prior_coef * exp(-0.5 * z * z);
+        if (hi[c] > lo[c])
+            sum += t->kern->gauss_sum(e->mu + lo[c], e->isig + lo[c], e->coef + lo[c],
+                                      hi[c] - lo[c], x[c]);
+        out[c] = log(sum);
+    }
+}
+
 /* A component by weight, n for the prior (Optuna's rng.choice over [observations, prior]). */
 static size_t pick_component(const double *w, size_t n, double u)
 {
@@ -1113,6 +1150,17 @@ static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value 
         cand[c] = m->kind == DIM_DISC ? disc_index(m, x) : x;
     }
     size_t best = 0;
+    if (m->kind == DIM_CONT) { /* all candidates at once */
+        kde_log_all(t, l, cand, n_ei, score);
+        kde_log_all(t, g, cand, n_ei, t->cand_log);
+        for (size_t c = 0; c < n_ei; c++) {
+            score[c] -= t->cand_log[c];
+            if (score[c] > score[best] || isnan(score[best])) /* the first best, as np.argmax */
+                best = c;
+        }
+        emit_value(m, &t->base.space->params[m->param], cand[best], &out[m->param]);
+        return;
+    }
     for (size_t c = 0; c < n_ei; c++) {
         size_t dup = c;
         if (m->kind != DIM_CONT) /* a discrete value drawn again scores the same */
@@ -1354,6 +1402,8 @@ static void tpe_free(struct tunep_searcher *s)
     tunep_free(t->scratch);
     tunep_free(t->cand);
     tunep_free(t->cand_score);
+    tunep_free(t->cand_log);
+    tunep_free(t->cand_lo);
     tunep_free(t->memo);
     tunep_free(t->mv[0].dim);
     tunep_free(t);
@@ -1462,13 +1512,17 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
     t->dims = tunep_calloc(d ? d : 1, sizeof *t->dims);
     t->cand = tunep_malloc(n_ei * (d ? d : 1) * sizeof *t->cand);
     t->cand_score = tunep_malloc(n_ei * sizeof *t->cand_score);
+    t->cand_log = tunep_malloc(n_ei * sizeof *t->cand_log);
+    t->cand_lo = tunep_malloc(2 * n_ei * sizeof *t->cand_lo);
     t->memo = tunep_malloc(((size_t)1 << TPE_MEMO_BITS) * sizeof *t->memo);
     t->mv[0].dim = tunep_calloc(2 * (d ? d : 1), sizeof *t->mv[0].dim);
-    if (!t->dims || !t->cand || !t->cand_score || !t->memo || !t->mv[0].dim) {
+    if (!t->dims || !t->cand || !t->cand_score || !t->cand_log || !t->cand_lo || !t->memo ||
+        !t->mv[0].dim) {
         tpe_free(&t->base);
         return tunep_error_set(err, TUNE_ENOMEM, "tpe: out of memory");
     }
     t->kern = tunep_tpe_kernels_best();
+    t->cand_hi = t->cand_lo + n_ei;
     t->mv[1].dim = t->mv[0].dim + (d ? d : 1);
     for (size_t i = 0; i < ((size_t)1 << TPE_MEMO_BITS); i++) /* each entry true from the start */
         t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY,
