@@ -128,16 +128,72 @@ static inline double lanes_total(const double *acc, double tail)
            tail;
 }
 
+#if defined(TUNEP_TPE_BUILD_AVX512)
+/*
+ * The AVX-512 build spells the eight lanes of gauss_sum out: the same
+ * operations on the same values as kexp2 lane by lane (so the same bits), but
+ * the table read with two-table permutes from registers instead of the eight
+ * scalar loads the compiler makes of it, and the lanes' sums kept in a
+ * register.
+ */
+#include <immintrin.h>
+
+static inline __m512d kexp2_8(__m512d y, const __m512d *tab)
+{
+    const __m512d shift = _mm512_set1_pd(0x1.8p46);
+    __m512d kd = _mm512_add_pd(y, shift);
+    __m512i ki = _mm512_castpd_si512(kd);
+    __m512d r = _mm512_sub_pd(y, _mm512_sub_pd(kd, shift));
+    __m512d p = _mm512_set1_pd(0x1.5d87fe78a6731p-10);
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0x1.3b2ab6fba4e77p-7));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0x1.c6b08d704a0c0p-5));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0x1.ebfbdff82c58fp-3));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0x1.62e42fefa39efp-1));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
+    /* exp2_64[ki & 63]: entries by bits 0-3 from pairs of registers, then bits 4 and 5 */
+    __m512d t0 = _mm512_permutex2var_pd(tab[0], ki, tab[1]);
+    __m512d t1 = _mm512_permutex2var_pd(tab[2], ki, tab[3]);
+    __m512d t2 = _mm512_permutex2var_pd(tab[4], ki, tab[5]);
+    __m512d t3 = _mm512_permutex2var_pd(tab[6], ki, tab[7]);
+    __mmask8 b4 = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+    __mmask8 b5 = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(32));
+    __m512d t = _mm512_mask_blend_pd(b5, _mm512_mask_blend_pd(b4, t0, t1),
+                                     _mm512_mask_blend_pd(b4, t2, t3));
+    __m512i sb =
+        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_slli_epi64(_mm512_srli_epi64(ki, 6), 52));
+    __m512i uy = _mm512_castpd_si512(y), ulim = _mm512_castpd_si512(_mm512_set1_pd(-1022.0));
+    __m512i ok = _mm512_srli_epi64(
+        _mm512_or_si512(_mm512_sub_epi64(uy, ulim), _mm512_xor_si512(uy, _mm512_set1_epi64(-1))),
+        63);
+    sb = _mm512_and_si512(sb, _mm512_sub_epi64(_mm512_setzero_si512(), ok));
+    return _mm512_mul_pd(p, _mm512_castsi512_pd(sb));
+}
+#endif
+
 double KFN(tunep_tpe_gauss_sum)(const double *mu, const double *isig, const double *coef, size_t n,
                                 double x)
 {
     double acc[TUNEP_TPE_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, tail = 0.0;
     size_t k = 0;
+#if defined(TUNEP_TPE_BUILD_AVX512)
+    __m512d tab[8], vx = _mm512_set1_pd(x), c = _mm512_set1_pd(TPE_HALF_LOG2E);
+    __m512d vacc = _mm512_setzero_pd();
+    for (int i = 0; i < 8; i++)
+        tab[i] = _mm512_loadu_pd(exp2_64 + 8 * i);
+    for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES) {
+        __m512d z =
+            _mm512_mul_pd(_mm512_sub_pd(vx, _mm512_loadu_pd(mu + k)), _mm512_loadu_pd(isig + k));
+        __m512d e = kexp2_8(_mm512_mul_pd(_mm512_mul_pd(c, z), z), tab);
+        vacc = _mm512_add_pd(vacc, _mm512_mul_pd(_mm512_loadu_pd(coef + k), e));
+    }
+    _mm512_storeu_pd(acc, vacc);
+#else
     for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
         for (size_t j = 0; j < TUNEP_TPE_LANES; j++) {
             double z = (x - mu[k + j]) * isig[k + j];
             acc[j] += coef[k + j] * kexp2(TPE_HALF_LOG2E * z * z);
         }
+#endif
     for (; k < n; k++) {
         double z = (x - mu[k]) * isig[k];
         tail += coef[k] * kexp2(TPE_HALF_LOG2E * z * z);
