@@ -168,6 +168,8 @@ struct tpe {
     double *cand_score;
     double *cand_log;          /* [n_ei]: one set's log densities (kde_log_all) */
     size_t *cand_lo, *cand_hi; /* [n_ei]: kernel windows (kde_log_all) */
+    struct trunc_ends *ends;   /* per below kernel (the prior's last): for the draws */
+    unsigned char *ends_ok;    /* ends[k] holds this dimension's kernel k */
 };
 
 /* ---- small numerics ------------------------------------------------------- */
@@ -208,23 +210,49 @@ static double gauss_mass_memo(struct memo_entry *memo, double a, double b)
     return e->mass;
 }
 
-/* A draw from N(mu, sig) truncated to [low, high] by inversion (Optuna's _truncnorm.ppf). */
-static double truncnorm_draw(double mu, double sig, double low, double high, double u)
+/*
+ * N(mu, sig) truncated to [low, high]: its standard bounds a, b and their
+ * CDFs (survival functions when both ends lie in the upper tail), which
+ * every draw from the same kernel shares.
+ */
+struct trunc_ends {
+    double a, b, pa, pb;
+};
+
+static struct trunc_ends truncnorm_ends(double mu, double sig, double low, double high)
 {
-    double a = (low - mu) / sig, b = (high - mu) / sig, z;
-    if (a < 0.0) {
-        double pa = gsl_cdf_ugaussian_P(a), pb = gsl_cdf_ugaussian_P(b);
-        z = gsl_cdf_ugaussian_Pinv(pa + u * (pb - pa));
+    struct trunc_ends e = {(low - mu) / sig, (high - mu) / sig, 0.0, 0.0};
+    if (e.a < 0.0) {
+        e.pa = gsl_cdf_ugaussian_P(e.a);
+        e.pb = gsl_cdf_ugaussian_P(e.b);
     } else { /* both ends in the upper tail: invert the survival function */
-        double qa = gsl_cdf_ugaussian_Q(a), qb = gsl_cdf_ugaussian_Q(b);
-        z = gsl_cdf_ugaussian_Qinv(qa - u * (qa - qb));
+        e.pa = gsl_cdf_ugaussian_Q(e.a);
+        e.pb = gsl_cdf_ugaussian_Q(e.b);
     }
-    if (!(z >= a)) /* NaN too */
-        z = a;
-    if (z > b)
-        z = b;
+    return e;
+}
+
+/* A draw from N(mu, sig) truncated to [low, high] by inversion (Optuna's _truncnorm.ppf). */
+static double truncnorm_from(const struct trunc_ends *e, double mu, double sig, double low,
+                             double high, double u)
+{
+    double z;
+    if (e->a < 0.0)
+        z = gsl_cdf_ugaussian_Pinv(e->pa + u * (e->pb - e->pa));
+    else
+        z = gsl_cdf_ugaussian_Qinv(e->pa - u * (e->pa - e->pb));
+    if (!(z >= e->a)) /* NaN too */
+        z = e->a;
+    if (z > e->b)
+        z = e->b;
     double x = mu + sig * z;
     return x < low ? low : x > high ? high : x;
+}
+
+static double truncnorm_draw(double mu, double sig, double low, double high, double u)
+{
+    struct trunc_ends e = truncnorm_ends(mu, sig, low, high);
+    return truncnorm_from(&e, mu, sig, low, high, u);
 }
 
 /* Optuna's default_weights(x)[rank]: a ramp from 1/x to 1 for all but the newest 25. */
@@ -756,13 +784,15 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     while (cap < n)
         cap *= 2;
     size_t d = t->d ? t->d : 1, cat = t->cap_cat;
-    /* kde arrays, slot_w, mv_lp, mv_tab, per set: mv mu, lz and val (cap x d) and w; pmfs;
-     * then items (uint64_t), sort_work (2 cap size_t), per set: mv id (cap x d size_t) and
-     * slot (cap size_t), rank (uint32_t) and member (bytes); keys hold positions in 32 bits */
+    /* kde arrays, slot_w, mv_lp, mv_tab, per set: mv mu, lz and val (cap x d) and w; pmfs;     *
+     * then ends, items (uint64_t), sort_work (2 cap size_t), per set: mv id (cap x d size_t) and
+     * slot (cap size_t), rank (uint32_t), member and ends_ok (bytes); keys hold positions in 32
+     * bits */
     if (cap > UINT32_MAX / 2) /* keys 2 rank + 1 and positions in 32 bits */
         return TUNE_ENOMEM;
     size_t n_doubles = 2 * KDE_ARRAYS * cap + 3 * cap + 2 * (3 * cap * d + cap) + 2 * cat;
-    size_t rest = cap * (sizeof(uint64_t) + 4 * sizeof(size_t) + sizeof(uint32_t) + 1) +
+    size_t rest = cap * (sizeof(struct trunc_ends) + sizeof(uint64_t) + 4 * sizeof(size_t) +
+                         sizeof(uint32_t) + 2) +
                   2 * cap * d * sizeof(size_t);
     if (n_doubles > (SIZE_MAX / 2 - rest) / sizeof(double))
         return TUNE_ENOMEM;
@@ -796,7 +826,8 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     p += cat;
     t->above.pmf = p;
     p += cat;
-    t->items = (uint64_t *)(void *)p;
+    t->ends = (struct trunc_ends *)(void *)p;
+    t->items = (uint64_t *)(void *)(t->ends + cap);
     t->sort_work = (size_t *)(void *)(t->items + cap);
     t->mv[0].id = t->sort_work + 2 * cap;
     t->mv[1].id = t->mv[0].id + cap * d;
@@ -804,6 +835,7 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     t->above.slot = t->below.slot + cap;
     t->rank = (uint32_t *)(void *)(t->above.slot + cap);
     t->member = (unsigned char *)(t->rank + cap);
+    t->ends_ok = t->member + cap;
     return TUNE_OK;
 }
 
@@ -1138,6 +1170,8 @@ static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value 
     double *cand = t->cand, *score = t->cand_score;
     for (size_t c = 0; c < n_ei; c++) /* the components first, then the draws, as Optuna */
         cand[c] = (double)pick_component(l->w, l->n, gsl_rng_uniform(r));
+    for (size_t k = 0; k <= l->n; k++) /* each kernel's ends, when a candidate first needs them */
+        t->ends_ok[k] = 0;
     for (size_t c = 0; c < n_ei; c++) {
         size_t k = (size_t)cand[c];
         double u = gsl_rng_uniform(r);
@@ -1146,7 +1180,11 @@ static void suggest_dim(struct tpe *t, size_t j, gsl_rng *r, struct tunep_value 
             continue;
         }
         double mu = k < l->n ? l->mu[k] : l->prior_mu, sg = k < l->n ? l->sig[k] : l->prior_sig;
-        double x = truncnorm_draw(mu, sg, m->low, m->high, u);
+        if (!t->ends_ok[k]) {
+            t->ends[k] = truncnorm_ends(mu, sg, m->low, m->high);
+            t->ends_ok[k] = 1;
+        }
+        double x = truncnorm_from(&t->ends[k], mu, sg, m->low, m->high, u);
         cand[c] = m->kind == DIM_DISC ? disc_index(m, x) : x;
     }
     size_t best = 0;
