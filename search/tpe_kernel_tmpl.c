@@ -20,6 +20,10 @@
 #include "search/tpe_kernel.h"
 
 #if defined(TUNEP_TPE_BUILD_AVX512)
+#include <immintrin.h>
+#endif
+
+#if defined(TUNEP_TPE_BUILD_AVX512)
 #define KFN(name) name##_avx512
 #define KNAME     "avx512"
 #elif defined(TUNEP_TPE_BUILD_AVX2)
@@ -136,8 +140,6 @@ static inline double lanes_total(const double *acc, double tail)
  * scalar loads the compiler makes of it, and the lanes' sums kept in a
  * register.
  */
-#include <immintrin.h>
-
 static inline __m512d kexp2_8(__m512d y, const __m512d *tab)
 {
     const __m512d shift = _mm512_set1_pd(0x1.8p46);
@@ -268,21 +270,66 @@ size_t KFN(tunep_tpe_merge)(double *mu, double *sig, double *w, size_t n)
     return u;
 }
 
+/*
+ * The running maximum and minimum: maxima and minima are exact, so any order
+ * of taking them gives the same bits (no NaN: sig > 0; no -0.0: mu + cut sig
+ * is +0.0 when it is 0). The AVX-512 build scans eight lanes at a time, in
+ * three shifted maxima and the block before's last.
+ */
 void KFN(tunep_tpe_reach)(const double *mu, const double *sig, size_t n, double cut, double *hi,
                           double *lo)
 {
     double reach = -(double)INFINITY;
-    for (size_t k = 0; k < n; k++) {
+    size_t k = 0, full = 0;
+#if defined(TUNEP_TPE_BUILD_AVX512)
+    const __m512d vc = _mm512_set1_pd(cut), ninf = _mm512_set1_pd(-(double)INFINITY);
+    const __m512d pinf = _mm512_set1_pd((double)INFINITY);
+    const __m512i last = _mm512_set1_epi64(7), first = _mm512_setzero_si512();
+    __m512d carry = ninf;
+    full = n - n % 8;
+    for (; k < full; k += 8) {
+        __m512d v =
+            _mm512_add_pd(_mm512_loadu_pd(mu + k), _mm512_mul_pd(vc, _mm512_loadu_pd(sig + k)));
+        v = _mm512_max_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(
+                                 _mm512_castpd_si512(v), _mm512_castpd_si512(ninf), 7)));
+        v = _mm512_max_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(
+                                 _mm512_castpd_si512(v), _mm512_castpd_si512(ninf), 6)));
+        v = _mm512_max_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(
+                                 _mm512_castpd_si512(v), _mm512_castpd_si512(ninf), 4)));
+        v = _mm512_max_pd(v, carry);
+        _mm512_storeu_pd(hi + k, v);
+        carry = _mm512_permutexvar_pd(last, v);
+    }
+    if (full > 0)
+        reach = hi[full - 1];
+#endif
+    for (; k < n; k++) {
         double r = mu[k] + cut * sig[k];
         reach = reach > r ? reach : r;
         hi[k] = reach;
     }
     reach = (double)INFINITY;
-    for (size_t k = n; k-- > 0;) {
+    for (k = n; k-- > full;) {
         double r = mu[k] - cut * sig[k];
         reach = reach < r ? reach : r;
         lo[k] = reach;
     }
+#if defined(TUNEP_TPE_BUILD_AVX512)
+    carry = _mm512_set1_pd(reach);
+    for (k = full; k >= 8; k -= 8) {
+        __m512d v = _mm512_sub_pd(_mm512_loadu_pd(mu + k - 8),
+                                  _mm512_mul_pd(vc, _mm512_loadu_pd(sig + k - 8)));
+        v = _mm512_min_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(pinf),
+                                                                     _mm512_castpd_si512(v), 1)));
+        v = _mm512_min_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(pinf),
+                                                                     _mm512_castpd_si512(v), 2)));
+        v = _mm512_min_pd(v, _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(pinf),
+                                                                     _mm512_castpd_si512(v), 4)));
+        v = _mm512_min_pd(v, carry);
+        _mm512_storeu_pd(lo + k - 8, v);
+        carry = _mm512_permutexvar_pd(first, v);
+    }
+#endif
 }
 
 void KFN(tunep_tpe_mv_dens)(double *lp, const double *mu, const double *lz, size_t n, double x,
