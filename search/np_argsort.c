@@ -77,45 +77,18 @@ static void np_aheapsort(uint64_t *a, size_t n)
  * L[0..k-1] (now keys <= vp) and R[0..k-1] (now >= vp), so the left scan
  * from L[k-1] stops at min(L[k], R[k-1]) and the right one at
  * max(R[k], L[k-1]), which cross exactly when L[k] >= R[k]. Both lists end
- * in a sentinel (the pivot, position 0). They come from one pass, four
- * positions at a time, with branch-free appends; the swaps come after.
+ * in a sentinel (the pivot, position 0). They come from one pass
+ * (tpe_kernel.h's np_stops: branch-free appends, AVX-512 compresses), the
+ * swaps after.
  */
-static uint64_t *np_partition(uint64_t *pl, size_t len, size_t *work)
+static uint64_t *np_partition(const struct tunep_tpe_kernels *kern, uint64_t *pl, size_t len,
+                              size_t *work)
 {
-    size_t *lft = work, *rgt = work + len, nl = 0, nr = 0;
+    size_t *lft = work, *rgt = work + len + TUNEP_TPE_LANES, nl = 0, nr = 0;
     uint32_t vp = TUNEP_NP_KEY(pl[len - 1]);
     rgt[nr] = 0;
     nr += !(vp < TUNEP_NP_KEY(pl[0]));
-    size_t p = 1;
-    for (; p + 4 < len; p += 4) {
-        uint32_t x0 = TUNEP_NP_KEY(pl[p]), x1 = TUNEP_NP_KEY(pl[p + 1]),
-                 x2 = TUNEP_NP_KEY(pl[p + 2]), x3 = TUNEP_NP_KEY(pl[p + 3]);
-        size_t l0 = !(x0 < vp), l1 = !(x1 < vp), l2 = !(x2 < vp), l3 = !(x3 < vp);
-        size_t r0 = !(vp < x0), r1 = !(vp < x1), r2 = !(vp < x2), r3 = !(vp < x3);
-        lft[nl] = p;
-        nl += l0;
-        lft[nl] = p + 1;
-        nl += l1;
-        lft[nl] = p + 2;
-        nl += l2;
-        lft[nl] = p + 3;
-        nl += l3;
-        rgt[nr] = p;
-        nr += r0;
-        rgt[nr] = p + 1;
-        nr += r1;
-        rgt[nr] = p + 2;
-        nr += r2;
-        rgt[nr] = p + 3;
-        nr += r3;
-    }
-    for (; p + 1 < len; p++) {
-        uint32_t x = TUNEP_NP_KEY(pl[p]);
-        lft[nl] = p;
-        nl += !(x < vp);
-        rgt[nr] = p;
-        nr += !(vp < x);
-    }
+    kern->np_stops(pl, 1, len - 1, vp, lft, &nl, rgt, &nr);
     lft[nl++] = len - 1;
     size_t k = 0;
     while (lft[k] < rgt[nr - 1 - k]) {
@@ -128,7 +101,7 @@ static uint64_t *np_partition(uint64_t *pl, size_t len, size_t *work)
     return pl + (lft[k] < back ? lft[k] : back);
 }
 
-void tunep_np_argsort(uint64_t *a, size_t n, size_t *work)
+void tunep_np_argsort(const struct tunep_tpe_kernels *kern, uint64_t *a, size_t n, size_t *work)
 {
     uint64_t *stack[NP_QS_STACK], **sptr = stack;
     int depth[NP_QS_STACK / 2], *psdepth = depth, cdepth = 0;
@@ -151,7 +124,7 @@ void tunep_np_argsort(uint64_t *a, size_t n, size_t *work)
             if (TUNEP_NP_KEY(*pm) < TUNEP_NP_KEY(*pl))
                 np_swap(pm, pl);
             np_swap(pm, pr - 1);
-            pi = np_partition(pl, (size_t)(pr - pl), work);
+            pi = np_partition(kern, pl, (size_t)(pr - pl), work);
             np_swap(pi, pr - 1);
             if (pi - pl < pr - pi) { /* the larger side waits on the stack */
                 *sptr++ = pi + 1;

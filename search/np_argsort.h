@@ -13,10 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* An item: its sort key in the high 32 bits, its position in the input in the low 32. */
-#define TUNEP_NP_ITEM(key, pos) (((uint64_t)(key) << 32) | (uint64_t)(pos))
-#define TUNEP_NP_KEY(item)      ((uint32_t)((item) >> 32))
-#define TUNEP_NP_POS(item)      ((size_t)((item)&0xffffffffu))
+#include "search/tpe_kernel.h"
 
 /*
  * Sorts a[0..n) by key exactly as np.argsort(keys) orders the positions:
@@ -24,8 +21,9 @@
  * position k before. numpy's order depends only on the outcomes of its
  * comparisons, so keys that rank doubles (equal for equal values, in the
  * same order) give the permutation of np.argsort on the doubles themselves.
- * work: room for 2 n positions (scratch); n < 2^32.
+ * kern: any variant (tunep_tpe_kernels_get), all give the same order. work:
+ * room for 2 n + 2 TUNEP_TPE_LANES positions (scratch); n < 2^32.
  */
-void tunep_np_argsort(uint64_t *a, size_t n, size_t *work);
+void tunep_np_argsort(const struct tunep_tpe_kernels *kern, uint64_t *a, size_t n, size_t *work);
 
 #endif /* TUNE_NP_ARGSORT_H */

@@ -156,7 +156,7 @@ struct tpe {
     unsigned char *member; /* per slot: 0, 1 below, 2 above */
     double *slot_w;        /* per slot: its weight in its set */
     uint64_t *items;       /* tunep_np_argsort's keys and positions */
-    size_t *sort_work;     /* tunep_np_argsort's scratch, 2 cap */
+    size_t *sort_work;     /* tunep_np_argsort's scratch, 2 (cap + TUNEP_TPE_LANES) */
     uint32_t *rank;        /* per slot: its value's rank in its set (kde_finish, ties) */
     int missing;           /* some member lacks a value: weights differ per dimension */
     size_t weighed[3];     /* per set: the dimension slot_w holds weights for (d: all) */
@@ -784,16 +784,16 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     while (cap < n)
         cap *= 2;
     size_t d = t->d ? t->d : 1, cat = t->cap_cat;
-    /* kde arrays, slot_w, mv_lp, mv_tab, per set: mv mu, lz and val (cap x d) and w; pmfs;     *
-     * then ends, items (uint64_t), sort_work (2 cap size_t), per set: mv id (cap x d size_t) and
-     * slot (cap size_t), rank (uint32_t), member and ends_ok (bytes); keys hold positions in 32
+    /* kde arrays, slot_w, mv_lp, mv_tab, per set: mv mu, lz and val (cap x d) and w; pmfs;
+     * then ends, items (uint64_t), sort_work (2 cap + 16 size_t), per set: mv id (cap x d size_t)
+     * and slot (cap size_t), rank (uint32_t), member and ends_ok (bytes); keys hold positions in 32
      * bits */
     if (cap > UINT32_MAX / 2) /* keys 2 rank + 1 and positions in 32 bits */
         return TUNE_ENOMEM;
     size_t n_doubles = 2 * KDE_ARRAYS * cap + 3 * cap + 2 * (3 * cap * d + cap) + 2 * cat;
     size_t rest = cap * (sizeof(struct trunc_ends) + sizeof(uint64_t) + 4 * sizeof(size_t) +
                          sizeof(uint32_t) + 2) +
-                  2 * cap * d * sizeof(size_t);
+                  (2 * cap * d + 2 * TUNEP_TPE_LANES) * sizeof(size_t);
     if (n_doubles > (SIZE_MAX / 2 - rest) / sizeof(double))
         return TUNE_ENOMEM;
     double *p = tunep_malloc(n_doubles * sizeof(double) + rest);
@@ -829,7 +829,7 @@ static tune_status scratch_reserve(struct tpe *t, size_t n)
     t->ends = (struct trunc_ends *)(void *)p;
     t->items = (uint64_t *)(void *)(t->ends + cap);
     t->sort_work = (size_t *)(void *)(t->items + cap);
-    t->mv[0].id = t->sort_work + 2 * cap;
+    t->mv[0].id = t->sort_work + 2 * cap + 2 * TUNEP_TPE_LANES;
     t->mv[1].id = t->mv[0].id + cap * d;
     t->below.slot = t->mv[1].id + cap * d;
     t->above.slot = t->below.slot + cap;
@@ -999,7 +999,7 @@ static void kde_finish(struct tpe *t, struct kde1 *e, unsigned char which, size_
         }
         t->kern->div_n(wt, c, wsum);
         it[c] = TUNEP_NP_ITEM(prior_key, c);
-        tunep_np_argsort(it, n + 1, t->sort_work);
+        tunep_np_argsort(t->kern, it, n + 1, t->sort_work);
         for (size_t k = 0, o = 0; k <= n; k++) {
             size_t i = TUNEP_NP_POS(it[k]);
             if (i == n) {

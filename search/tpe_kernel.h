@@ -23,9 +23,15 @@
 #define TUNE_TPE_KERNEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Sums run in this many lanes, k mod TUNEP_TPE_LANES, on every instruction set. */
 #define TUNEP_TPE_LANES 8
+
+/* search/np_argsort.h's items: a sort key in the high 32 bits, a position in the low 32. */
+#define TUNEP_NP_ITEM(key, pos) (((uint64_t)(key) << 32) | (uint64_t)(pos))
+#define TUNEP_NP_KEY(item)      ((uint32_t)((item) >> 32))
+#define TUNEP_NP_POS(item)      ((size_t)((item)&0xffffffffu))
 
 struct tunep_tpe_kernels {
     const char *name; /* "generic", "avx2", "avx512" */
@@ -71,6 +77,13 @@ struct tunep_tpe_kernels {
     void (*mv_cat)(double *lp, const double *mu, size_t n, double x, double hit, double miss);
     /* lp[k] += tab[id[k]] */
     void (*mv_gather_add)(double *lp, const double *tab, const size_t *id, size_t n);
+    /*
+     * numpy's partition scans (np_argsort.c): appends each position p in [from, to) to
+     * lft if the key of items[p] is not below vp, to rgt if vp is not below it, in
+     * order; both lists need TUNEP_TPE_LANES entries of room past their ends
+     */
+    void (*np_stops)(const uint64_t *items, size_t from, size_t to, uint32_t vp, size_t *lft,
+                     size_t *nl, size_t *rgt, size_t *nr);
 };
 
 /* The variants, one per instruction set (NULL where the build lacks it). */
@@ -98,6 +111,8 @@ void tunep_tpe_mv_dens_generic(double *lp, const double *mu, const double *lz, s
                                double sig);
 void tunep_tpe_mv_cat_generic(double *lp, const double *mu, size_t n, double x, double hit,
                               double miss);
+void tunep_tpe_np_stops_generic(const uint64_t *items, size_t from, size_t to, uint32_t vp,
+                                size_t *lft, size_t *nl, size_t *rgt, size_t *nr);
 void tunep_tpe_mv_gather_add_generic(double *lp, const double *tab, const size_t *id, size_t n);
 void tunep_tpe_fit_coef_generic(const double *mu, const double *sig, const double *w, size_t n,
                                 double low, double high, double cut, double norm, double *isig,
@@ -117,6 +132,8 @@ void tunep_tpe_mv_dens_avx2(double *lp, const double *mu, const double *lz, size
                             double sig);
 void tunep_tpe_mv_cat_avx2(double *lp, const double *mu, size_t n, double x, double hit,
                            double miss);
+void tunep_tpe_np_stops_avx2(const uint64_t *items, size_t from, size_t to, uint32_t vp,
+                             size_t *lft, size_t *nl, size_t *rgt, size_t *nr);
 void tunep_tpe_mv_gather_add_avx2(double *lp, const double *tab, const size_t *id, size_t n);
 void tunep_tpe_fit_coef_avx2(const double *mu, const double *sig, const double *w, size_t n,
                              double low, double high, double cut, double norm, double *isig,
@@ -136,6 +153,8 @@ void tunep_tpe_mv_dens_avx512(double *lp, const double *mu, const double *lz, si
                               double sig);
 void tunep_tpe_mv_cat_avx512(double *lp, const double *mu, size_t n, double x, double hit,
                              double miss);
+void tunep_tpe_np_stops_avx512(const uint64_t *items, size_t from, size_t to, uint32_t vp,
+                               size_t *lft, size_t *nl, size_t *rgt, size_t *nr);
 void tunep_tpe_mv_gather_add_avx512(double *lp, const double *tab, const size_t *id, size_t n);
 void tunep_tpe_fit_coef_avx512(const double *mu, const double *sig, const double *w, size_t n,
                                double low, double high, double cut, double norm, double *isig,

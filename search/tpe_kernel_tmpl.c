@@ -354,6 +354,59 @@ void KFN(tunep_tpe_mv_gather_add)(double *lp, const double *tab, const size_t *i
         lp[k] += tab[id[k]];
 }
 
+void KFN(tunep_tpe_np_stops)(const uint64_t *items, size_t from, size_t to, uint32_t vp,
+                             size_t *lft, size_t *nl, size_t *rgt, size_t *nr)
+{
+    size_t l = *nl, r = *nr, p = from;
+#if defined(TUNEP_TPE_BUILD_AVX512)
+    /* eight keys per step: the positions of each list's lanes compressed to its end */
+    const __m512i vvp = _mm512_set1_epi64(vp), step = _mm512_set1_epi64(8);
+    __m512i pos =
+        _mm512_add_epi64(_mm512_set1_epi64((long long)p), _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+    for (; p + 8 <= to; p += 8) {
+        __m512i key = _mm512_srli_epi64(_mm512_loadu_si512(items + p), 32);
+        __mmask8 ge = _mm512_cmp_epu64_mask(key, vvp, _MM_CMPINT_NLT);
+        __mmask8 le = _mm512_cmp_epu64_mask(key, vvp, _MM_CMPINT_LE);
+        _mm512_storeu_si512(lft + l, _mm512_maskz_compress_epi64(ge, pos));
+        _mm512_storeu_si512(rgt + r, _mm512_maskz_compress_epi64(le, pos));
+        l += (size_t)__builtin_popcount(ge);
+        r += (size_t)__builtin_popcount(le);
+        pos = _mm512_add_epi64(pos, step);
+    }
+#endif
+    for (; p + 4 <= to; p += 4) {
+        uint32_t x0 = TUNEP_NP_KEY(items[p]), x1 = TUNEP_NP_KEY(items[p + 1]);
+        uint32_t x2 = TUNEP_NP_KEY(items[p + 2]), x3 = TUNEP_NP_KEY(items[p + 3]);
+        size_t l0 = !(x0 < vp), l1 = !(x1 < vp), l2 = !(x2 < vp), l3 = !(x3 < vp);
+        size_t r0 = !(vp < x0), r1 = !(vp < x1), r2 = !(vp < x2), r3 = !(vp < x3);
+        lft[l] = p;
+        l += l0;
+        lft[l] = p + 1;
+        l += l1;
+        lft[l] = p + 2;
+        l += l2;
+        lft[l] = p + 3;
+        l += l3;
+        rgt[r] = p;
+        r += r0;
+        rgt[r] = p + 1;
+        r += r1;
+        rgt[r] = p + 2;
+        r += r2;
+        rgt[r] = p + 3;
+        r += r3;
+    }
+    for (; p < to; p++) {
+        uint32_t x = TUNEP_NP_KEY(items[p]);
+        lft[l] = p;
+        l += !(x < vp);
+        rgt[r] = p;
+        r += !(vp < x);
+    }
+    *nl = l;
+    *nr = r;
+}
+
 const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .name = KNAME,
     .exp_n = KFN(tunep_tpe_exp_n),
@@ -369,4 +422,5 @@ const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .mv_dens = KFN(tunep_tpe_mv_dens),
     .mv_cat = KFN(tunep_tpe_mv_cat),
     .mv_gather_add = KFN(tunep_tpe_mv_gather_add),
+    .np_stops = KFN(tunep_tpe_np_stops),
 };

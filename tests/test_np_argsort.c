@@ -4,7 +4,8 @@
  * data-dependent scans, insertion sort below 17 elements, heapsort past the
  * depth limit. The reference below is that loop (kept here as tune had it
  * before the branch-free partition, which was checked against np.argsort),
- * tunep_np_argsort on the values' ranks as keys.
+ * tunep_np_argsort on the values' ranks as keys, with every variant of its
+ * partition scans (tpe_kernel.h's np_stops) this CPU runs.
  * Permutations must be identical on arrays of every size up to 300 and
  * random sizes up to 5,000: few distinct values (ties everywhere, as integer
  * parameters give), distinct values, sorted, reversed, all equal, organ
@@ -223,10 +224,11 @@ static int cmp_double(const void *a, const void *b)
  */
 static void compare(const double *v, size_t n, const char *what)
 {
-    size_t *ref = malloc((n + 1) * sizeof *ref), *work = malloc((2 * n + 1) * sizeof *work);
-    uint64_t *it = malloc((n + 1) * sizeof *it);
+    size_t *ref = malloc((n + 1) * sizeof *ref);
+    size_t *work = malloc((2 * n + 2 * TUNEP_TPE_LANES) * sizeof *work);
+    uint64_t *it = malloc((n + 1) * sizeof *it), *sorted_it = malloc((n + 1) * sizeof *it);
     double *sorted = malloc((n + 1) * sizeof *sorted);
-    ck_assert(ref && work && it && sorted);
+    ck_assert(ref && work && it && sorted_it && sorted);
     ref_argsort(less_values, v, ref, n);
     memcpy(sorted, v, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_double);
@@ -241,14 +243,22 @@ static void compare(const double *v, size_t n, const char *what)
         }
         it[k] = TUNEP_NP_ITEM(lo, k);
     }
-    tunep_np_argsort(it, n, work);
-    for (size_t k = 0; k < n; k++)
-        CHECK(TUNEP_NP_POS(it[k]) == ref[k],
-              "%s, n = %zu: position %zu holds index %zu, numpy's order %zu", what, n, k,
-              TUNEP_NP_POS(it[k]), ref[k]);
+    for (int i = 0; i < 3; i++) { /* every variant of the partition's scans this CPU runs */
+        const struct tunep_tpe_kernels *kern = tunep_tpe_kernels_get(i);
+        if (!kern)
+            continue;
+        for (size_t k = 0; k < n; k++)
+            sorted_it[k] = it[k];
+        tunep_np_argsort(kern, sorted_it, n, work);
+        for (size_t k = 0; k < n; k++)
+            CHECK(TUNEP_NP_POS(sorted_it[k]) == ref[k],
+                  "%s (%s), n = %zu: position %zu holds index %zu, numpy's order %zu", what,
+                  kern->name, n, k, TUNEP_NP_POS(sorted_it[k]), ref[k]);
+    }
     free(ref);
     free(work);
     free(it);
+    free(sorted_it);
     free(sorted);
 }
 
