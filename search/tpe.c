@@ -68,8 +68,12 @@
 #define TPE_MAX_BELOW    25
 #define TPE_FLAT_WEIGHTS 25
 #define TPE_SQRT_2PI     2.5066282746310002
-/* gauss_mass's memo: 2^TPE_MEMO_BITS entries, direct-mapped */
-#define TPE_MEMO_BITS 10
+/*
+ * gauss_mass's memo: 2^TPE_MEMO_BITS entries (96 KiB), direct-mapped; it keeps
+ * integer ranges' cell masses and the truncation masses of kernels near a
+ * bound, which mostly stay from one suggestion to the next
+ */
+#define TPE_MEMO_BITS 12
 
 enum dim_kind {
     DIM_CONT, /* continuous: density at x */
@@ -1562,9 +1566,9 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
     t->kern = tunep_tpe_kernels_best();
     t->cand_hi = t->cand_lo + n_ei;
     t->mv[1].dim = t->mv[0].dim + (d ? d : 1);
-    for (size_t i = 0; i < ((size_t)1 << TPE_MEMO_BITS); i++) /* each entry true from the start */
-        t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY,
-                                         gauss_mass((double)INFINITY, (double)INFINITY)};
+    double m0 = gauss_mass((double)INFINITY, (double)INFINITY); /* each entry true from the start */
+    for (size_t i = 0; i < ((size_t)1 << TPE_MEMO_BITS); i++)
+        t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY, m0};
     for (size_t i = 0; i < space->n; i++) {
         if (space->params[i].dist == TUNEP_DIST_CONST)
             continue;
