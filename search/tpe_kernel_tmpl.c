@@ -163,12 +163,9 @@ static inline __m512d kexp2_8(__m512d y, const __m512d *tab)
                                      _mm512_mask_blend_pd(b4, t2, t3));
     __m512i sb =
         _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_slli_epi64(_mm512_srli_epi64(ki, 6), 52));
-    __m512i uy = _mm512_castpd_si512(y), ulim = _mm512_castpd_si512(_mm512_set1_pd(-1022.0));
-    __m512i ok = _mm512_srli_epi64(
-        _mm512_or_si512(_mm512_sub_epi64(uy, ulim), _mm512_xor_si512(uy, _mm512_set1_epi64(-1))),
-        63);
-    sb = _mm512_and_si512(sb, _mm512_sub_epi64(_mm512_setzero_si512(), ok));
-    return _mm512_mul_pd(p, _mm512_castsi512_pd(sb));
+    /* kexp2's test on the bits: y above -1022 or NaN (there the product is NaN too) */
+    __mmask8 ok = _mm512_cmp_pd_mask(y, _mm512_set1_pd(-1022.0), _CMP_NLE_UQ);
+    return _mm512_maskz_mul_pd(ok, p, _mm512_castsi512_pd(sb));
 }
 #endif
 
