@@ -69,7 +69,7 @@
 #define TPE_FLAT_WEIGHTS 25
 #define TPE_SQRT_2PI     2.5066282746310002
 /*
- * gauss_mass's memo: 2^TPE_MEMO_BITS entries (96 KiB), direct-mapped; it keeps
+ * gauss_mass's memo: 2^TPE_MEMO_BITS entries (128 KiB), direct-mapped; it keeps
  * integer ranges' cell masses and the truncation masses of kernels near a
  * bound, which mostly stay from one suggestion to the next
  */
@@ -131,9 +131,9 @@ struct mv_set {
     struct mv_dim *dim; /* [d] */
 };
 
-/* gauss_mass(a, b) = mass, for the last (a, b) that hashed here */
+/* gauss_mass(a, b) = mass, for the last (a, b) that hashed here; log_mass its log or NaN */
 struct memo_entry {
-    double a, b, mass;
+    double a, b, mass, log_mass;
 };
 
 struct tpe {
@@ -197,7 +197,7 @@ static double gauss_mass(double a, double b)
  * the same bits as calling it. Cell masses repeat: integer ranges' cells and
  * centres sit on a grid and their kernels share a few widths.
  */
-static double gauss_mass_memo(struct memo_entry *memo, double a, double b)
+static struct memo_entry *memo_find(struct memo_entry *memo, double a, double b)
 {
     uint64_t ua, ub, ea, eb;
     memcpy(&ua, &a, sizeof ua);
@@ -210,8 +210,23 @@ static double gauss_mass_memo(struct memo_entry *memo, double a, double b)
         e->a = a;
         e->b = b;
         e->mass = gauss_mass(a, b);
+        e->log_mass = (double)NAN; /* when first asked */
     }
-    return e->mass;
+    return e;
+}
+
+static double gauss_mass_memo(struct memo_entry *memo, double a, double b)
+{
+    return memo_find(memo, a, b)->mass;
+}
+
+/* log(gauss_mass(a, b)), through the memo. */
+static double gauss_log_mass_memo(struct memo_entry *memo, double a, double b)
+{
+    struct memo_entry *e = memo_find(memo, a, b);
+    if (isnan(e->log_mass))
+        e->log_mass = log(e->mass);
+    return e->log_mass;
 }
 
 /*
@@ -1299,7 +1314,7 @@ static size_t mv_fit(struct tpe *t, struct mv_set *ms, unsigned char which)
         }
         md->n_val = u;
         for (size_t i = 0; i < u; i++)
-            lz[i] = -log(gauss_mass_memo(t->memo, (m->low - val[i]) / sg, (m->high - val[i]) / sg));
+            lz[i] = -gauss_log_mass_memo(t->memo, (m->low - val[i]) / sg, (m->high - val[i]) / sg);
         for (size_t k = 0; k < n; k++)
             id[k] = slot_id[row_slot[k]];
     }
@@ -1330,11 +1345,10 @@ static double mv_log(struct tpe *t, const struct mv_set *ms, const double *x)
             const double *val = ms->val + j * cap, *lz = ms->lz + j * cap;
             disc_cell(m, x[j], &a, &b);
             for (size_t i = 0; i < md->n_val; i++)
-                tab[i] =
-                    log(gauss_mass_memo(t->memo, (a - val[i]) / sg, (b - val[i]) / sg)) + lz[i];
+                tab[i] = gauss_log_mass_memo(t->memo, (a - val[i]) / sg, (b - val[i]) / sg) + lz[i];
             t->kern->mv_gather_add(lp, tab, ms->id + j * cap, n);
             prior +=
-                log(gauss_mass_memo(t->memo, (a - mid) / range, (b - mid) / range)) + md->prior_lz;
+                gauss_log_mass_memo(t->memo, (a - mid) / range, (b - mid) / range) + md->prior_lz;
         }
     }
     lp[n] = prior;
@@ -1568,7 +1582,7 @@ tune_status tunep_tpe_new(const tune_space *space, const struct tunep_tpe_config
     t->mv[1].dim = t->mv[0].dim + (d ? d : 1);
     double m0 = gauss_mass((double)INFINITY, (double)INFINITY); /* each entry true from the start */
     for (size_t i = 0; i < ((size_t)1 << TPE_MEMO_BITS); i++)
-        t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY, m0};
+        t->memo[i] = (struct memo_entry){(double)INFINITY, (double)INFINITY, m0, (double)NAN};
     for (size_t i = 0; i < space->n; i++) {
         if (space->params[i].dist == TUNEP_DIST_CONST)
             continue;
