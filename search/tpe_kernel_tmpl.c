@@ -140,6 +140,19 @@ static inline double lanes_total(const double *acc, double tail)
  * scalar loads the compiler makes of it, and the lanes' sums kept in a
  * register.
  */
+/* exp2_64[ki & 63] from the table in registers: bits 0-3 pick from pairs, then bits 4 and 5 */
+static inline __m512d table64_8(__m512i ki, const __m512d *tab)
+{
+    __m512d t0 = _mm512_permutex2var_pd(tab[0], ki, tab[1]);
+    __m512d t1 = _mm512_permutex2var_pd(tab[2], ki, tab[3]);
+    __m512d t2 = _mm512_permutex2var_pd(tab[4], ki, tab[5]);
+    __m512d t3 = _mm512_permutex2var_pd(tab[6], ki, tab[7]);
+    __mmask8 b4 = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+    __mmask8 b5 = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(32));
+    return _mm512_mask_blend_pd(b5, _mm512_mask_blend_pd(b4, t0, t1),
+                                _mm512_mask_blend_pd(b4, t2, t3));
+}
+
 static inline __m512d kexp2_8(__m512d y, const __m512d *tab)
 {
     const __m512d shift = _mm512_set1_pd(0x1.8p46);
@@ -152,15 +165,7 @@ static inline __m512d kexp2_8(__m512d y, const __m512d *tab)
     p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0x1.ebfbdff82c58fp-3));
     p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0x1.62e42fefa39efp-1));
     p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
-    /* exp2_64[ki & 63]: entries by bits 0-3 from pairs of registers, then bits 4 and 5 */
-    __m512d t0 = _mm512_permutex2var_pd(tab[0], ki, tab[1]);
-    __m512d t1 = _mm512_permutex2var_pd(tab[2], ki, tab[3]);
-    __m512d t2 = _mm512_permutex2var_pd(tab[4], ki, tab[5]);
-    __m512d t3 = _mm512_permutex2var_pd(tab[6], ki, tab[7]);
-    __mmask8 b4 = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
-    __mmask8 b5 = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(32));
-    __m512d t = _mm512_mask_blend_pd(b5, _mm512_mask_blend_pd(b4, t0, t1),
-                                     _mm512_mask_blend_pd(b4, t2, t3));
+    __m512d t = table64_8(ki, tab);
     __m512i sb =
         _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_slli_epi64(_mm512_srli_epi64(ki, 6), 52));
     /* kexp2's test on the bits: y above -1022 or NaN (there the product is NaN too) */
@@ -200,13 +205,47 @@ double KFN(tunep_tpe_gauss_sum)(const double *mu, const double *isig, const doub
     return lanes_total(acc, tail);
 }
 
+#if defined(TUNEP_TPE_BUILD_AVX512)
+/* kexp on eight lanes, as kexp2_8 for kexp2 (the same operations lane by lane). */
+static inline __m512d kexp_8(__m512d x, const __m512d *tab)
+{
+    const __m512d shift = _mm512_set1_pd(0x1.8p46);
+    __m512d kd = _mm512_add_pd(_mm512_mul_pd(x, _mm512_set1_pd(0x1.71547652b82fep0)), shift);
+    __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, shift);
+    __m512d r =
+        _mm512_sub_pd(_mm512_sub_pd(x, _mm512_mul_pd(kd, _mm512_set1_pd(0x1.62e42ff000000p-1))),
+                      _mm512_mul_pd(kd, _mm512_set1_pd(-0x1.718432a1b0e26p-35)));
+    __m512d p = _mm512_set1_pd(1.0 / 120.0);
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0 / 24.0));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0 / 6.0));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0.5));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
+    __m512d t = table64_8(ki, tab);
+    __m512i sb =
+        _mm512_add_epi64(_mm512_castpd_si512(t), _mm512_slli_epi64(_mm512_srli_epi64(ki, 6), 52));
+    __mmask8 ok = _mm512_cmp_pd_mask(x, _mm512_set1_pd(-708.0), _CMP_NLT_UQ); /* NaN too */
+    return _mm512_maskz_mul_pd(ok, p, _mm512_castsi512_pd(sb));
+}
+#endif
+
 double KFN(tunep_tpe_exp_sum)(const double *v, size_t n, double shift)
 {
     double acc[TUNEP_TPE_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, tail = 0.0;
     size_t k = 0;
+#if defined(TUNEP_TPE_BUILD_AVX512)
+    __m512d tab[8], vs = _mm512_set1_pd(shift), vacc = _mm512_setzero_pd();
+    for (int i = 0; i < 8; i++)
+        tab[i] = _mm512_loadu_pd(exp2_64 + 8 * i);
+    for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
+        vacc = _mm512_add_pd(vacc, kexp_8(_mm512_sub_pd(_mm512_loadu_pd(v + k), vs), tab));
+    _mm512_storeu_pd(acc, vacc);
+#else
     for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
         for (size_t j = 0; j < TUNEP_TPE_LANES; j++)
             acc[j] += kexp(v[k + j] - shift);
+#endif
     for (; k < n; k++)
         tail += kexp(v[k] - shift);
     return lanes_total(acc, tail);
