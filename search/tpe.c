@@ -38,10 +38,20 @@
  * history follow Optuna's distribution (Kolmogorov-Smirnov and chi-square
  * p > 0.2 on Branin and the synthetic curve).
  * Cost: observations live in arrays kept sorted by score and, per
- * dimension, by internal value as they arrive, so a suggestion sorts
- * nothing; kernels with the same centre and width are merged, and a density
- * sums only the kernels that reach within TPE_CUT widths of the point, found
- * by binary search on running reach bounds.
+ * dimension, by internal value as they arrive, so a suggestion sorts only
+ * among equal values (numpy's order, on rank keys); one pass gathers both
+ * sets of a dimension; kernels with the same centre and width are merged,
+ * and a density sums only the kernels that reach within TPE_CUT widths of
+ * the point, found by binary search on running reach bounds (branch-free,
+ * all candidates' searches interleaved). The loops over kernels (the sums,
+ * widths, coefficients, reach bounds, the multivariate terms, the argsort's
+ * partition scans) are search/tpe_kernel.h's, vectorised and run with AVX2
+ * or AVX-512 where the CPU has them, with the same bits on every CPU; masses
+ * of cells and truncations go through a memo of gauss_mass. Densities differ
+ * from sequential libm sums in their last bits only (sums in lanes, exp's
+ * rounding); the suggestions are the scalar version's (tests/test_tpe.c pins
+ * them). 1,000 finished trials, 4 parameters: 0.05 ms per suggestion on a
+ * 2-core AMD EPYC (search_bench timing; it was 0.2 ms), 0.14 ms multivariate.
  */
 #include "search/tpe.h"
 
