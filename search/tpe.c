@@ -1009,7 +1009,7 @@ static void kde_finish(struct tpe *t, struct kde1 *e, unsigned char which, size_
         size_t p_lt = lower_bound(mu, n, e->prior_mu, 0);
         uint32_t r = 0, below = 0;
         for (size_t k = 0; k < n; k++) {
-            r += (uint32_t)(k > 0) & (uint32_t)(mu[k] != mu[k - 1]);
+            r += (uint32_t)(mu[k] != mu[k > 0 ? k - 1 : 0]); /* a new value */
             t->rank[e->slot[k]] = r;
             below = k < p_lt ? r + 1 : below; /* distinct values below the prior's */
         }
