@@ -1150,8 +1150,9 @@ static void kde_log_all(struct tpe *t, const struct kde1 *e, const double *x, si
         if (hi[c] > lo[c])
             sum += t->kern->gauss_sum(e->mu + lo[c], e->isig + lo[c], e->coef + lo[c],
                                       hi[c] - lo[c], x[c]);
-        out[c] = log(sum);
+        out[c] = sum;
     }
+    t->kern->log_n(out, out, m);
 }
 
 /* A component by weight, n for the prior (Optuna's rng.choice over [observations, prior]). */
@@ -1279,8 +1280,8 @@ static size_t mv_fit(struct tpe *t, struct mv_set *ms, unsigned char which)
     }
     ms->n = n;
     w[n] = t->c.prior_weight;
-    for (size_t k = 0; k <= n; k++)
-        w[k] = log(w[k] / wsum);
+    t->kern->div_n(w, n + 1, wsum);
+    t->kern->log_n(w, w, n + 1);
     /* Scott's rule as Optuna (SIGMA0_MAGNITUDE 0.2), then the magic clip */
     double sigma0 = 0.2 * pow((double)(n > 0 ? n : 1), -1.0 / ((double)d + 4.0));
     double v = t->c.prior_weight / (double)(n + 1); /* choices: prior_weight / (n + 1) each */
@@ -1305,8 +1306,11 @@ static size_t mv_fit(struct tpe *t, struct mv_set *ms, unsigned char which)
                     m->kind == DIM_DISC /* on a grid: repeats */
                         ? gauss_mass_memo(t->memo, (m->low - mu[k]) / sg, (m->high - mu[k]) / sg)
                         : gauss_mass((m->low - mu[k]) / sg, (m->high - mu[k]) / sg);
-                lz[k] = -log(z * TPE_SQRT_2PI);
+                lz[k] = z * TPE_SQRT_2PI;
             }
+            t->kern->log_n(lz, lz, n);
+            for (size_t k = 0; k < n; k++)
+                lz[k] = -lz[k];
             continue;
         }
         /* mass: one term per distinct value, the members pointing to theirs */

@@ -117,6 +117,56 @@ void KFN(tunep_tpe_exp2_n)(const double *x, double *y, size_t n)
         y[k] = kexp2(x[k]);
 }
 
+/*
+ * log(x) for positive normal x: x = 2^k m with m in [sqrt(2)/2, sqrt(2)) (k
+ * from the bits, shifted by sqrt(2)/2's so that no comparison is needed), f
+ * = m - 1, s = f / (2 + f), and log(m) = 2 atanh(s) = f - f^2/2 + s (f^2/2 +
+ * R(s^2)) with R's Taylor series 2 z / 3 + 2 z^2 / 5 + ... to z^9
+ * (truncation below 2e-17 for s^2 <= 0.0295); k ln 2 in two parts, the
+ * first exact. An array with other x (zero, negative, subnormal, infinite,
+ * NaN) goes to libm's log whole: every variant makes the same choice.
+ */
+static inline double klog(double x)
+{
+    const uint64_t off = 0x3fe6a09e667f3bcdu; /* the bits of sqrt(2) / 2 */
+    uint64_t u, t, mb, kb;
+    memcpy(&u, &x, sizeof u);
+    t = u - off;
+    kb = ((t >> 52) & 0xfffu) ^ 0x800u; /* k + 2048, k the signed 12-bit exponent of t */
+    mb = u - (((kb - 0x800u) & 0xfffu) << 52);
+    double m, kd;
+    memcpy(&m, &mb, sizeof m);
+    uint64_t kdb = 0x4330000000000000u | kb; /* 2^52 + k + 2048, exactly */
+    memcpy(&kd, &kdb, sizeof kd);
+    kd -= 4503599627372544.0; /* 2^52 + 2048 */
+    double f = m - 1.0, s = f / (2.0 + f), z = s * s, hfsq = 0.5 * f * f;
+    double r = 2.0 / 19.0;
+    r = r * z + 2.0 / 17.0;
+    r = r * z + 2.0 / 15.0;
+    r = r * z + 2.0 / 13.0;
+    r = r * z + 2.0 / 11.0;
+    r = r * z + 2.0 / 9.0;
+    r = r * z + 2.0 / 7.0;
+    r = r * z + 2.0 / 5.0;
+    r = r * z + 2.0 / 3.0;
+    r = r * z;
+    return kd * 0x1.62e42fee00000p-1 - ((hfsq - (s * (hfsq + r) + kd * 0x1.a39ef35793c76p-33)) - f);
+}
+
+void KFN(tunep_tpe_log_n)(const double *x, double *y, size_t n)
+{
+    int other = 0;
+    for (size_t k = 0; k < n; k++)
+        other |= !(x[k] >= 0x1.0p-1022 && x[k] <= 0x1.fffffffffffffp1023);
+    if (other) { /* some x is not a positive normal number: libm's logs, all of them */
+        for (size_t k = 0; k < n; k++)
+            y[k] = log(x[k]);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        y[k] = klog(x[k]);
+}
+
 void KFN(tunep_tpe_exp_n)(const double *x, double *y, size_t n)
 {
     for (size_t k = 0; k < n; k++)
@@ -447,6 +497,7 @@ const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .name = KNAME,
     .exp_n = KFN(tunep_tpe_exp_n),
     .exp2_n = KFN(tunep_tpe_exp2_n),
+    .log_n = KFN(tunep_tpe_log_n),
     .gauss_sum = KFN(tunep_tpe_gauss_sum),
     .exp_sum = KFN(tunep_tpe_exp_sum),
     .div_n = KFN(tunep_tpe_div_n),

@@ -7,6 +7,10 @@
  * - exp2 against libm's on 3 million points of [-1022, 1023] (denser in
  *   [-60, 0], where the Gaussian kernels use it): below 5e-16; 0 from -1022
  *   down; NaN stays NaN;
+ * - log against libm's on 3 million positive normal numbers (every binade,
+ *   around 1 and around sqrt(2)/2, where its reduction switches): relative
+ *   error below 4.5e-16 (the worst seen: 2.2e-16); an array holding zero, a
+ *   negative, a subnormal or infinity gets libm's logs;
  * - the Gaussian kernel sum (2^(-log2(e)/2 z^2) per term) and the sum of
  *   exponentials against plain libm loops (exp(-z^2/2)): relative difference
  *   below 1e-14 for sums of up to 2,000 terms;
@@ -142,6 +146,50 @@ START_TEST(test_exp2_against_libm)
             CHECK(f[k] == 0.0, "%s exp2(%g) = %g, want 0", v[i]->name, e[k], f[k]);
         CHECK(isnan(f[3]), "%s exp2(NaN) = %g", v[i]->name, f[3]);
         CHECK(f[4] == 1.0, "%s exp2(0) = %g", v[i]->name, f[4]);
+    }
+    free(x);
+    free(y);
+    free(y0);
+}
+END_TEST
+
+START_TEST(test_log_against_libm)
+{
+    enum { N = 1 << 20 };
+    const struct tunep_tpe_kernels *v[3];
+    size_t nv = variants(v);
+    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *y0 = malloc(N * sizeof *y0);
+    ck_assert(x && y && y0);
+    for (int round = 0; round < 3; round++) {
+        for (size_t k = 0; k < N; k++) /* every binade; around 1; around sqrt(2) / 2 */
+            x[k] = round == 0   ? exp2(uniform(-1022.0, 1023.99))
+                   : round == 1 ? uniform(0.999, 1.001)
+                                : uniform(0.70, 0.72);
+        x[0] = 1.0;
+        x[1] = 0x1.0p-1022;
+        x[2] = 0x1.fffffffffffffp1023;
+        x[3] = 0x1.6a09e667f3bcdp-1;
+        v[0]->log_n(x, y0, N);
+        for (size_t k = 0; k < N; k++) {
+            double e = log(x[k]), err = e == 0.0 ? fabs(y0[k]) : fabs(y0[k] - e) / fabs(e);
+            CHECK(err < 4.5e-16, "log(%a) = %a, libm %a: relative error %g", x[k], y0[k], e, err);
+        }
+        for (size_t i = 1; i < nv; i++) {
+            v[i]->log_n(x, y, N);
+            for (size_t k = 0; k < N; k++)
+                CHECK(same_bits(y[k], y0[k]), "%s log(%a) = %a, generic %a", v[i]->name, x[k], y[k],
+                      y0[k]);
+        }
+    }
+    /* one value outside the positive normal numbers: libm's logs for the whole array, in place */
+    double e[6] = {0.5, 0x1.0p-1070, 2.0, 0.0, -1.0, (double)INFINITY};
+    for (size_t i = 0; i < nv; i++) {
+        double f[6];
+        memcpy(f, e, sizeof f);
+        v[i]->log_n(f, f, 6);
+        for (int k = 0; k < 6; k++)
+            CHECK(same_bits(f[k], log(e[k])) || (isnan(f[k]) && isnan(log(e[k]))),
+                  "%s log(%g) = %g, libm %g", v[i]->name, e[k], f[k], log(e[k]));
     }
     free(x);
     free(y);
@@ -330,6 +378,7 @@ static Suite *tpe_kernel_suite(void)
     tcase_add_test(tc, test_best_is_a_variant);
     tcase_add_test(tc, test_exp_against_libm);
     tcase_add_test(tc, test_exp2_against_libm);
+    tcase_add_test(tc, test_log_against_libm);
     tcase_add_test(tc, test_exp_edges);
     tcase_add_test(tc, test_sums_against_libm);
     tcase_add_test(tc, test_fitting_helpers_exact);
