@@ -1366,9 +1366,7 @@ static double mv_log(struct tpe *t, const struct mv_set *ms, const double *x)
         }
     }
     lp[n] = prior;
-    double mx = -(double)INFINITY;
-    for (size_t k = 0; k <= n; k++)
-        mx = lp[k] > mx ? lp[k] : mx;
+    double mx = t->kern->max_n(lp, n + 1); /* maxima are exact: any order gives its bits */
     return mx + log(t->kern->exp_sum(lp, n + 1, mx));
 }
 

@@ -52,6 +52,8 @@ struct tunep_tpe_kernels {
                         double x);
     /* sum over k < n of exp(v[k] - shift) */
     double (*exp_sum)(const double *v, size_t n, double shift);
+    /* the largest v[k], k < n (-infinity for none; NaN never wins) */
+    double (*max_n)(const double *v, size_t n);
     /* x[k] /= d for k < n */
     void (*div_n)(double *x, size_t n, double d);
     /*
@@ -110,6 +112,7 @@ void tunep_tpe_log_n_generic(const double *x, double *y, size_t n);
 double tunep_tpe_gauss_sum_generic(const double *mu, const double *isig, const double *coef,
                                    size_t n, double x);
 double tunep_tpe_exp_sum_generic(const double *v, size_t n, double shift);
+double tunep_tpe_max_n_generic(const double *v, size_t n);
 void tunep_tpe_div_n_generic(double *x, size_t n, double d);
 void tunep_tpe_widths_generic(const double *x, size_t n, double minsig, double maxsig, double *sig);
 int tunep_tpe_has_ties_generic(const double *x, size_t n);
@@ -132,6 +135,7 @@ void tunep_tpe_log_n_avx2(const double *x, double *y, size_t n);
 double tunep_tpe_gauss_sum_avx2(const double *mu, const double *isig, const double *coef, size_t n,
                                 double x);
 double tunep_tpe_exp_sum_avx2(const double *v, size_t n, double shift);
+double tunep_tpe_max_n_avx2(const double *v, size_t n);
 void tunep_tpe_div_n_avx2(double *x, size_t n, double d);
 void tunep_tpe_widths_avx2(const double *x, size_t n, double minsig, double maxsig, double *sig);
 int tunep_tpe_has_ties_avx2(const double *x, size_t n);
@@ -154,6 +158,7 @@ void tunep_tpe_log_n_avx512(const double *x, double *y, size_t n);
 double tunep_tpe_gauss_sum_avx512(const double *mu, const double *isig, const double *coef,
                                   size_t n, double x);
 double tunep_tpe_exp_sum_avx512(const double *v, size_t n, double shift);
+double tunep_tpe_max_n_avx512(const double *v, size_t n);
 void tunep_tpe_div_n_avx512(double *x, size_t n, double d);
 void tunep_tpe_widths_avx512(const double *x, size_t n, double minsig, double maxsig, double *sig);
 int tunep_tpe_has_ties_avx512(const double *x, size_t n);

@@ -301,6 +301,22 @@ double KFN(tunep_tpe_exp_sum)(const double *v, size_t n, double shift)
     return lanes_total(acc, tail);
 }
 
+double KFN(tunep_tpe_max_n)(const double *v, size_t n)
+{
+    double acc[TUNEP_TPE_LANES], m = -(double)INFINITY;
+    for (size_t j = 0; j < TUNEP_TPE_LANES; j++)
+        acc[j] = -(double)INFINITY;
+    size_t k = 0;
+    for (; k + TUNEP_TPE_LANES <= n; k += TUNEP_TPE_LANES)
+        for (size_t j = 0; j < TUNEP_TPE_LANES; j++)
+            acc[j] = v[k + j] > acc[j] ? v[k + j] : acc[j];
+    for (; k < n; k++)
+        m = v[k] > m ? v[k] : m;
+    for (size_t j = 0; j < TUNEP_TPE_LANES; j++)
+        m = acc[j] > m ? acc[j] : m;
+    return m;
+}
+
 void KFN(tunep_tpe_div_n)(double *x, size_t n, double d)
 {
     for (size_t k = 0; k < n; k++)
@@ -500,6 +516,7 @@ const struct tunep_tpe_kernels KFN(tunep_tpe_kernels) = {
     .log_n = KFN(tunep_tpe_log_n),
     .gauss_sum = KFN(tunep_tpe_gauss_sum),
     .exp_sum = KFN(tunep_tpe_exp_sum),
+    .max_n = KFN(tunep_tpe_max_n),
     .div_n = KFN(tunep_tpe_div_n),
     .fit_coef = KFN(tunep_tpe_fit_coef),
     .widths = KFN(tunep_tpe_widths),

@@ -14,8 +14,9 @@
  * - the Gaussian kernel sum (2^(-log2(e)/2 z^2) per term) and the sum of
  *   exponentials against plain libm loops (exp(-z^2/2)): relative difference
  *   below 1e-14 for sums of up to 2,000 terms;
- * - the fitting helpers (division, coefficients, widths, ties, merging, reach
- *   bounds) and the multivariate terms equal to the plain loops, bit for bit;
+ * - the fitting helpers (maximum, division, coefficients, widths, ties,
+ *   merging, reach bounds) and the multivariate terms equal to the plain
+ *   loops, bit for bit;
  * - every variant gives the same bits as the generic one on every input.
  */
 #include <math.h>
@@ -272,6 +273,10 @@ START_TEST(test_fitting_helpers_exact)
         x[n + 1] = high;
         for (size_t i = 0; i < nv; i++) {
             const struct tunep_tpe_kernels *kv = v[i];
+            double mx = -(double)INFINITY;
+            for (size_t k = 0; k < n; k++)
+                mx = w[k] > mx ? w[k] : mx;
+            CHECK(same_bits(kv->max_n(w, n), mx), "%s max_n, n = %zu", kv->name, n);
             memcpy(a, w, n * sizeof *a);
             kv->div_n(a, n, 3.7);
             for (size_t k = 0; k < n; k++)
