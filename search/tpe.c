@@ -51,7 +51,8 @@
  * from sequential libm sums in their last bits only (sums in lanes, exp's
  * rounding); the suggestions are the scalar version's (tests/test_tpe.c pins
  * them). 1,000 finished trials, 4 parameters: 0.05 ms per suggestion on a
- * 2-core AMD EPYC (search_bench timing; it was 0.2 ms), 0.14 ms multivariate.
+ * 2-core AMD EPYC with AVX-512 (search_bench timing; 0.08 ms with AVX2, 0.11
+ * with SSE2 only; it was 0.19 ms), 0.12 ms multivariate (it was 1.19 ms).
  */
 #include "search/tpe.h"
 
