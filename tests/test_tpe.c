@@ -10,6 +10,9 @@
  *   of 60 suggestions), a categorical with one clearly best choice.
  * - Every suggestion is a value tunep_space_sample() could produce, for every
  *   Ray primitive, univariate and multivariate.
+ * - The suggestions of three fixed runs (every primitive, univariate and
+ *   multivariate, and search_bench's timing space) pinned to those of the
+ *   scalar implementation before the vectorised kernels (glibc's libm).
  * - Reproducibility; start-up draws equal random search's; constant liar
  *   spreads concurrent suggestions; grid axes are refused by name; OOM at
  *   every allocation returns TUNE_ENOMEM and leaks nothing.
@@ -521,6 +524,126 @@ START_TEST(test_same_seed_same_suggestions)
 }
 END_TEST
 
+/* ---- pinned suggestions ---------------------------------------------------------- */
+
+/* FNV-1a over the suggestions' text: the same digest for the same bits. */
+static uint64_t fnv_text(uint64_t h, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 0x100000001b3u;
+    return h;
+}
+
+static uint64_t fnv_values(uint64_t h, const tune_space *sp, const struct tunep_value *v)
+{
+    char buf[64];
+    for (size_t k = 0; k < sp->n; k++) {
+        if (v[k].type == TUNEP_V_DOUBLE)
+            snprintf(buf, sizeof buf, "%.17g;", v[k].u.d);
+        else if (v[k].type == TUNEP_V_INT)
+            snprintf(buf, sizeof buf, "%lld;", (long long)v[k].u.i);
+        else if (v[k].type == TUNEP_V_STRING)
+            snprintf(buf, sizeof buf, "%s;", v[k].u.s);
+        else
+            snprintf(buf, sizeof buf, "?;");
+        h = fnv_text(h, buf);
+    }
+    return h;
+}
+
+/*
+ * n trials on stream seed, each started when suggested and completed `lag`
+ * suggestions later (every 17th fails, every 23rd scores NaN); returns the
+ * digest of every suggestion and leaves the last one in last.
+ */
+static uint64_t pinned_run(const tune_space *sp, int multivariate, int n, int lag, uint64_t seed,
+                           struct tunep_value *last)
+{
+    struct tunep_searcher *s = tpe_new(sp, multivariate, 1);
+    gsl_rng *r = rng_new();
+    struct tunep_value *hist = calloc((size_t)n * sp->n, sizeof *hist);
+    uint64_t h = 0xcbf29ce484222325u;
+    ck_assert_ptr_nonnull(hist);
+    for (int i = 0; i < n + lag; i++) {
+        if (i < n) {
+            struct tunep_value *v = hist + (size_t)i * sp->n;
+            rng_trial(r, seed, i);
+            OK(s->ops->suggest(s, i, r, v, &err));
+            h = fnv_values(h, sp, v);
+            OK(s->ops->on_start(s, i, v));
+        }
+        int done = i - lag;
+        if (done >= 0 && done < n) {
+            double f = all_score(sp, hist + (size_t)done * sp->n);
+            OK(s->ops->on_complete(s, done, done % 17 != 16, 1.0,
+                                   done % 23 == 22 ? (double)NAN : f));
+        }
+    }
+    memcpy(last, hist + (size_t)(n - 1) * sp->n, sp->n * sizeof *last);
+    free(hist);
+    gsl_rng_free(r);
+    tunep_searcher_free(s);
+    return h;
+}
+
+/*
+ * The suggestions of three fixed runs, pinned to the values the scalar
+ * implementation (before the vectorised kernels, tpe_kernel.h) gave: every
+ * Ray primitive univariate (250 trials) and multivariate (120), and
+ * search_bench's timing space (600 trials: an integer with many ties). The
+ * kernels change the last bits of some densities (sums in lanes, their exp),
+ * never which candidate wins here; a change that does fails this test. The
+ * pins hold for glibc's libm: another libm may round exp or erfc otherwise.
+ */
+START_TEST(test_suggestions_pinned)
+{
+    static const char *const acts[3] = {"relu", "gelu", "tanh"};
+    tune_space *all = all_primitives(), *bench;
+    OK(tune_space_new(&bench, &err));
+    OK(tune_space_add_uniform(bench, "x", -10.0, 10.0, &err));
+    OK(tune_space_add_loguniform(bench, "lr", 1e-5, 1e-1, 10.0, &err));
+    OK(tune_space_add_choice_string(bench, "act", acts, 3, &err));
+    OK(tune_space_add_randint(bench, "n", 1, 65, &err));
+    const struct {
+        tune_space *sp;
+        int mv, n, lag;
+        uint64_t seed, digest;
+        const char *last;
+    } runs[] = {
+        {all, 0, 250, 2, 5, UINT64_C(0x12cf0b6c36e78b1e),
+         "-0.027756673066595058;0.30000000000000004;1.7269931967519034e-05;2;0.15937109375158076;-"
+         "0;-5;65;4;120;-1830837865442264064;32;relu;fixed;"},
+        {all, 1, 120, 2, 6, UINT64_C(0xcb3cc82f366baace),
+         "-1.2121932035943697;0.70000000000000007;0.00019466327623463304;2;2.7681762740016715;0.5;-"
+         "2;90;24;188;-1423336352980500480;32;tanh;fixed;"},
+        {bench, 0, 600, 0, 42, UINT64_C(0x6a42db86567a66e5),
+         "-7.2314286293285868;0.00012095412103622237;relu;49;"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct tunep_value last[14];
+        uint64_t h = pinned_run(runs[i].sp, runs[i].mv, runs[i].n, runs[i].lag, runs[i].seed, last);
+        uint64_t hl = fnv_values(0xcbf29ce484222325u, runs[i].sp, last);
+        char text[1024] = "";
+        for (size_t k = 0; k < runs[i].sp->n; k++) { /* the last suggestion, for the message */
+            size_t used = strlen(text);
+            struct tunep_value *v = &last[k];
+            if (v->type == TUNEP_V_DOUBLE)
+                snprintf(text + used, sizeof text - used, "%.17g;", v->u.d);
+            else if (v->type == TUNEP_V_INT)
+                snprintf(text + used, sizeof text - used, "%lld;", (long long)v->u.i);
+            else if (v->type == TUNEP_V_STRING)
+                snprintf(text + used, sizeof text - used, "%s;", v->u.s);
+        }
+        ck_assert_msg(h == runs[i].digest && hl == fnv_text(0xcbf29ce484222325u, runs[i].last),
+                      "run %zu: digest %#llx (pinned %#llx), last suggestion %s (pinned %s)", i,
+                      (unsigned long long)h, (unsigned long long)runs[i].digest, text,
+                      runs[i].last);
+    }
+    tune_space_free(all);
+    tune_space_free(bench);
+}
+END_TEST
+
 /* ---- concurrency: constant liar ------------------------------------------------- */
 
 /*
@@ -710,6 +833,7 @@ static Suite *tpe_suite(void)
     tcase_add_test(tc, test_categorical_picks_best_choice);
     tcase_add_test(tc, test_suggestions_are_valid_values);
     tcase_add_test(tc, test_same_seed_same_suggestions);
+    tcase_add_test(tc, test_suggestions_pinned);
     tcase_add_test(tc, test_constant_liar_spreads_pending);
     tcase_add_test(tc, test_grid_axis_refused_by_name);
     tcase_add_test(tc, test_oom_everywhere);
