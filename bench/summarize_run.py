@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes bench/RESULTS.md from one bench/run: the headline table of ratios,
 the machine and versions, the Ray Tune comparison, and each part's own
-Markdown summary (bench/run_core.sh, run_search.sh, run_bert.sh) below.
+Markdown summary (bench/run_core.sh, run_search.sh, run_bert.sh; run_moo.sh's text
+tables as they are) below.
 
   summarize_run.py --info RUN.jsonl [--ray RAY.jsonl] [--core CORE.jsonl --core-md CORE.md]
-                   [--search SEARCH.jsonl --search-md SEARCH.md] [--bert BERT.jsonl --bert-md BERT.md]
+                   [--search SEARCH.jsonl --search-md SEARCH.md] [--moo MOO.jsonl --moo-md MOO.txt]
+                   [--bert BERT.jsonl --bert-md BERT.md]
                    [--skipped "part: reason" ...]
 
 Every figure is a median over the repetitions of one run, tune and its peer
@@ -174,6 +176,34 @@ def search_rows(search):
     return out
 
 
+def moo_rows(moo):
+    """Several objectives: tune's NSGA-II and TPE against Optuna's sampler of the same kind,
+    per problem: the ratio of median hypervolumes and of median times per suggestion."""
+    peer = {"nsga2": "NSGAIISampler", "tpe": "TPESampler", "tpe-uniform": "TPESampler"}
+    goal = {"nsga2": "time ≥ 100x, hypervolume ≥ Optuna's"}
+    out = []
+    for prob in dict.fromkeys(r["problem"] for r in moo):
+        for t in dict.fromkeys(r["sampler"] for r in moo if r["bench"] == "tune"):
+            mine = [r for r in moo if r["problem"] == prob and r["bench"] == "tune"
+                    and r["sampler"] == t]
+            theirs = [r for r in moo if r["problem"] == prob and r["bench"] == "optuna"
+                      and r["sampler"] == peer.get(t)]
+            if not mine or not theirs:
+                continue
+            hv_t, hv_o = med([r["hypervolume"] for r in mine]), med([r["hypervolume"] for r in theirs])
+            ms_t = med([r["suggest_ms_median"] for r in mine])
+            ms_o = med([r["suggest_ms_median"] for r in theirs])
+            g = goal.get(t, "-")
+            if g != "-":
+                met = ms_o / ms_t >= 100 and hv_t >= hv_o
+                g += ": met" if met else ": NOT met"
+            out.append((f"{t} on {prob.upper()}, 200 evaluations, {len(mine)} seeds: median "
+                        "hypervolume; time per suggestion",
+                        f"{hv_t:.3f}; {ms_t:.3g} ms", f"Optuna {peer[t]}: {hv_o:.3f}; {ms_o:.3g} ms",
+                        ratio(ms_o, ms_t), g))
+    return out
+
+
 def ray_summary(ray):
     """(headline rows, Markdown section) from bench/run's Ray part."""
     if not ray:
@@ -265,15 +295,17 @@ def ray_summary(ray):
 
 def main():
     ap = argparse.ArgumentParser()
-    for k in ("info", "ray", "core", "core-md", "search", "search-md", "bert", "bert-md"):
+    for k in ("info", "ray", "core", "core-md", "search", "search-md", "moo", "moo-md", "bert",
+              "bert-md"):
         ap.add_argument("--" + k)
     ap.add_argument("--skipped", action="append", default=[])
     a = ap.parse_args()
     info = (load(a.info) or [{}])[0]
     core, search, bert, ray = load(a.core), load(a.search), load(a.bert), load(a.ray)
+    moo = load(a.moo)
 
     ray_rows, ray_md = ray_summary(ray)
-    rows = core_rows(core) + search_rows(search) + bert_rows(bert) + ray_rows
+    rows = core_rows(core) + search_rows(search) + moo_rows(moo) + bert_rows(bert) + ray_rows
 
     p = print
     p("# Benchmark results\n")
@@ -311,12 +343,15 @@ def main():
         p(ray_md)
     for title, md in (("Engine overhead and ASHA efficiency (`bench/run_core.sh`)", a.core_md),
                       ("Search: TPE and the other searchers (`bench/run_search.sh`)", a.search_md),
+                      ("Several objectives (`bench/run_moo.sh`)", a.moo_md),
                       ("BERT training step (`bench/run_bert.sh`)", a.bert_md)):
         if md and os.path.exists(md) and os.path.getsize(md) > 0:
             p(f"## {title}\n")
             text = open(md).read().strip()
             # The parts' own titles become subsections of this document.
             text = "\n".join(("#" + l if l.startswith("## ") else l) for l in text.splitlines())
+            if not md.endswith(".md"):  # plain text tables
+                text = "```\n" + text + "\n```"
             p(text + "\n")
 
 
