@@ -164,5 +164,8 @@ size_t tunep_unit_dims(const tune_space *space); /* non-constant parameters */
 tune_status tunep_unit_check(const tune_space *space, const char *searcher, tune_error *err);
 void tunep_unit_to_values(const tune_space *space, const double *u, struct tunep_value *out);
 void tunep_values_to_unit(const tune_space *space, const struct tunep_value *v, double *u);
+/* The unit point of the value that u stands for, for one non-constant parameter:
+ * tunep_value_to_unit(tunep_unit_to_value(u)); snapping twice changes nothing. */
+double tunep_unit_snap(const struct tunep_param *p, double u);
 
 #endif /* TUNE_SEARCHER_H */

@@ -149,6 +149,129 @@ START_TEST(test_model_ignored_dimension)
 }
 END_TEST
 
+/*
+ * Reference for log h(z), h(z) = z Phi(z) + phi(z), in long double: the direct
+ * formula for z >= -5; below, Laplace's continued fraction for Mills' ratio
+ * m(x) = 1 / T1, T_k = x + k / T_(k+1), x = -z, which gives h = phi(x) / (T1 T2)
+ * with no subtraction, and d log h / dz = Phi / h = T2.
+ */
+static long double ref_log_h(long double z, long double *dlogh)
+{
+    if (z >= -5.0L) {
+        long double cdf = 0.5L * erfcl(-z / sqrtl(2.0L));
+        long double pdf = expl(-0.5L * z * z) / sqrtl(2.0L * 3.14159265358979323846264L);
+        *dlogh = cdf / (z * cdf + pdf);
+        return logl(z * cdf + pdf);
+    }
+    long double x = -z, t = x, t1 = x, t2 = x;
+    for (int k = 4000; k >= 1; k--) {
+        t = x + (long double)k / t;
+        if (k == 2)
+            t2 = t;
+        if (k == 1)
+            t1 = t;
+    }
+    *dlogh = t2;
+    return -0.5L * x * x - 0.5L * logl(2.0L * 3.14159265358979323846264L) - logl(t1 * t2);
+}
+
+/* log h and its derivative against the reference, from z = 8 out to z = -1e6. */
+START_TEST(test_log_h)
+{
+    static const double zs[] = {8.0,   3.0,   1.0,    0.0,   -0.5,  -1.0,   -3.0,  -4.999,
+                                -5.001, -6.0, -10.0,  -20.0, -29.9, -30.1,  -38.5, -40.0,
+                                -100.0, -1e3, -1e4,   -1e6};
+    for (size_t i = 0; i < sizeof zs / sizeof zs[0]; i++) {
+        double d, v = tunep_gp_log_h(zs[i], &d);
+        long double rd, rv = ref_log_h(zs[i], &rd);
+        /* log h is ~ -z^2 / 2 in the tail: relative precision there, absolute near 0 */
+        double tol = 1e-12 * fmax(1.0, fabs((double)rv));
+        ck_assert_msg(fabs(v - (double)rv) < tol, "z %g: log h %.17g, reference %.17Lg", zs[i], v,
+                      rv);
+        ck_assert_msg(fabs(d - (double)rd) < 1e-10 * fmax(1.0, fabs((double)rd)),
+                      "z %g: d log h %.17g, reference %.17Lg", zs[i], d, rd);
+        ck_assert(isfinite(v) && isfinite(d));
+    }
+    /* expected improvement itself, where it does not underflow: sd h(z) */
+    double mu = 0.3, var = 0.04, fb = 0.5, sd = 0.2, z = (mu - fb) / sd;
+    double ei = sd * (z * 0.5 * erfc(-z / M_SQRT2) + exp(-0.5 * z * z) / sqrt(2.0 * M_PI));
+    ck_assert_double_eq_tol(tunep_gp_log_ei(mu, var, fb, NULL, NULL), log(ei), 1e-13);
+}
+END_TEST
+
+/* The partial derivatives of log EI in mu and var against central differences. */
+START_TEST(test_log_ei_gradient)
+{
+    static const double cases[][3] = {
+        {0.3, 0.04, 0.5}, {1.2, 0.5, 0.1}, {-2.0, 0.01, 1.0}, {0.0, 1e-4, 0.8}, {-30.0, 0.2, 2.0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double mu = cases[i][0], var = cases[i][1], fb = cases[i][2], dm, dv;
+        tunep_gp_log_ei(mu, var, fb, &dm, &dv);
+        double hm = 1e-6 * sqrt(var), hv = 1e-6 * var;
+        double fdm = (tunep_gp_log_ei(mu + hm, var, fb, NULL, NULL) -
+                      tunep_gp_log_ei(mu - hm, var, fb, NULL, NULL)) /
+                     (2 * hm);
+        double fdv = (tunep_gp_log_ei(mu, var + hv, fb, NULL, NULL) -
+                      tunep_gp_log_ei(mu, var - hv, fb, NULL, NULL)) /
+                     (2 * hv);
+        ck_assert_msg(fabs(dm - fdm) < 1e-6 * fmax(1.0, fabs(fdm)), "case %zu: d/dmu %g vs %g", i,
+                      dm, fdm);
+        ck_assert_msg(fabs(dv - fdv) < 1e-6 * fmax(1.0, fabs(fdv)), "case %zu: d/dvar %g vs %g",
+                      i, dv, fdv);
+    }
+}
+END_TEST
+
+/* The posterior's gradient in x against central differences; mean and variance as predict's. */
+START_TEST(test_predict_gradient)
+{
+    struct tunep_gp_model m;
+    OK(tunep_gp_model_init(&m, 3, &err));
+    gsl_rng *r = rng_new(11);
+    OK(tunep_gp_model_reserve(&m, 20, &err));
+    for (int i = 0; i < 20; i++) {
+        for (int t = 0; t < 3; t++)
+            m.x[i * 3 + t] = gsl_rng_uniform(r);
+        m.y[i] = smooth2(m.x + i * 3) + 0.3 * m.x[i * 3 + 2];
+    }
+    m.n = 20;
+    m.theta[0] = log(0.3);
+    m.theta[1] = log(0.6);
+    m.theta[2] = log(1.5);
+    m.theta[3] = log(1.3);
+    m.theta[4] = log(1e-4);
+    tunep_gp_model_condition(&m);
+    for (int k = 0; k < 10; k++) {
+        double x[3], mu, var, dmu[3], dvar[3], pm, pv;
+        for (int t = 0; t < 3; t++)
+            x[t] = gsl_rng_uniform(r);
+        if (k == 0) /* next to an observation, where the variance is small */
+            for (int t = 0; t < 3; t++)
+                x[t] = m.x[t] + 1e-3;
+        tunep_gp_model_predict_grad(&m, x, &mu, &var, dmu, dvar);
+        tunep_gp_model_predict(&m, x, 1, &pm, &pv);
+        ck_assert_double_eq_tol(mu, pm, 1e-12);
+        ck_assert_double_eq_tol(var, pv, 1e-12);
+        for (int t = 0; t < 3; t++) {
+            double h = 1e-6, xp[3], xm[3], mp, vp, mm, vm;
+            memcpy(xp, x, sizeof xp);
+            memcpy(xm, x, sizeof xm);
+            xp[t] += h;
+            xm[t] -= h;
+            tunep_gp_model_predict_grad(&m, xp, &mp, &vp, NULL, NULL);
+            tunep_gp_model_predict_grad(&m, xm, &mm, &vm, NULL, NULL);
+            double fm = (mp - mm) / (2 * h), fv = (vp - vm) / (2 * h);
+            ck_assert_msg(fabs(dmu[t] - fm) < 1e-6 * fmax(1.0, fabs(fm)), "%d/%d: dmu %g vs %g",
+                          k, t, dmu[t], fm);
+            ck_assert_msg(fabs(dvar[t] - fv) < 1e-6 * fmax(1.0, fabs(fv)), "%d/%d: dvar %g vs %g",
+                          k, t, dvar[t], fv);
+        }
+    }
+    gsl_rng_free(r);
+    tunep_gp_model_done(&m);
+}
+END_TEST
+
 static int same(const struct tunep_value *a, const struct tunep_value *b)
 {
     if (a->type != b->type)
@@ -409,7 +532,7 @@ START_TEST(test_rejects)
     c.n_startup_trials = -1;
     ck_assert_int_eq(tunep_gp_new(sp, &c, 1, &s, &err), TUNE_ECONFIG);
 
-    /* one-hot features beyond the model's limit */
+    /* a choice is one input however many values it has */
     static const char *many[300];
     char names[300][8];
     for (int i = 0; i < 300; i++) {
@@ -417,8 +540,19 @@ START_TEST(test_rejects)
         many[i] = names[i];
     }
     OK(tune_space_add_choice_string(sp, "vocab", many, 300, &err));
+    OK(tunep_gp_new(sp, NULL, 1, &s, &err));
+    tunep_searcher_free(s);
+    s = NULL;
+    /* inputs beyond the model's limit: the parameter that crosses it is named */
+    for (int i = 2; i < TUNEP_GP_MAX_DIMS; i++)
+        OK(tune_space_add_uniform(sp, names[i], 0.0, 1.0, &err));
+    OK(tunep_gp_new(sp, NULL, 1, &s, &err)); /* 256 inputs: the most */
+    tunep_searcher_free(s);
+    s = NULL;
+    OK(tune_space_add_uniform(sp, "one_more", 0.0, 1.0, &err));
     ck_assert_int_eq(tunep_gp_new(sp, NULL, 1, &s, &err), TUNE_ECONFIG);
-    ck_assert_msg(strstr(err.text, "'vocab'"), "%s", err.text);
+    ck_assert_msg(strstr(err.text, "'one_more'"), "%s", err.text);
+    ck_assert_ptr_null(s);
     tune_space_free(sp);
 }
 END_TEST
@@ -493,6 +627,9 @@ static Suite *gp_suite(void)
     tcase_add_test(tc, test_model_interpolates);
     tcase_add_test(tc, test_model_gradient);
     tcase_add_test(tc, test_model_ignored_dimension);
+    tcase_add_test(tc, test_log_h);
+    tcase_add_test(tc, test_log_ei_gradient);
+    tcase_add_test(tc, test_predict_gradient);
     suite_add_tcase(s, tc);
     tc = tcase_create("searcher");
     tcase_set_timeout(tc, 60);
