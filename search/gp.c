@@ -1,18 +1,27 @@
 /*
  * gp.c - Gaussian-process Bayesian optimisation (Rasmussen and Williams 2006,
- * ch. 2 and 5; Jones, Schonlau and Welch 1998 for expected improvement).
+ * ch. 2 and 5; Jones, Schonlau and Welch 1998 for expected improvement), as
+ * Optuna 5.0's GPSampler does it.
  *
- * Each parameter is a coordinate of the unit cube (unit.c); integers, q
- * values and choices are snapped to their cell, and a choice becomes one-hot
- * features. The model is a zero-mean GP on standardised scores (the constant
- * mean is the mean of the observations) with a Matern 5/2 ARD kernel; its
- * log length scales, signal and noise variances maximise the log marginal
- * likelihood (BFGS with the analytic gradient, a few starts). A suggestion
- * maximises log expected improvement over random points, perturbations of
- * the best observations and a short local search from the best candidates.
- * The first n_startup_trials ids take points of a scrambled Sobol design
- * (qmc.c). Pending trials are imputed with the worst observed score
- * (constant liar, Ginsbourger et al. 2010) after fitting, so parallel
+ * Each parameter is one input: its coordinate of the unit cube (unit.c;
+ * log ranges in log space, integers and q values at the centre of their
+ * cell, a choice at the centre of its value's cell). A choice's input counts
+ * two different values as one length scale apart however far their cells
+ * are (Hamming distance). The model is a zero-mean GP on standardised
+ * scores (the constant mean is the mean of the observations) with a Matern
+ * 5/2 ARD kernel; its log length scales, signal and noise variances
+ * maximise the log marginal likelihood plus Optuna's log prior (gp.h), by
+ * BFGS with the analytic gradient from the last fit and from the defaults.
+ * Without the prior, an input whose effect is small next to another's gets
+ * an unbounded length scale and the search stops moving it.
+ * A suggestion maximises log expected improvement over the best standardised
+ * observation: n_candidates points of a freshly scrambled Sobol sequence,
+ * then local searches (continuous inputs by projected L-BFGS with the
+ * analytic gradient, discrete ones value by value) from the best candidate,
+ * from N_LOCAL - 2 drawn in proportion to their EI and from the best
+ * observation. The first n_startup_trials ids take points of a scrambled
+ * Sobol design (qmc.c). Pending trials are imputed with the worst observed
+ * score (constant liar, Ginsbourger et al. 2010) after fitting, so parallel
  * suggestions repel each other. A -inf score (failed metric) counts as the
  * worst finite one. Cholesky factors come from gsl_linalg_cholesky_decomp1,
  * whose failure would call GSL's aborting error handler: the noise floor in
@@ -476,8 +485,8 @@ void tunep_gp_model_predict(struct tunep_gp_model *m, const double *xs, size_t k
     }
 }
 
-void tunep_gp_model_predict_grad(struct tunep_gp_model *m, const double *x, double *mu,
-                                 double *var, double *dmu, double *dvar)
+void tunep_gp_model_predict_grad(struct tunep_gp_model *m, const double *x, double *mu, double *var,
+                                 double *dmu, double *dvar)
 {
     size_t n = m->n, d = m->d;
     double tc[TUNEP_GP_MAX_DIMS + 2];
@@ -526,7 +535,8 @@ void tunep_gp_model_predict_grad(struct tunep_gp_model *m, const double *x, doub
         return;
     if (dvar && !floored)
         gsl_blas_dtrsv(CblasLower, CblasTrans, CblasNonUnit, &lv.matrix, &wv.vector);
-    /* d k*_i / dx_t = dk_i 2 (x_t - xi_t) / l_t^2; dmu = sum alpha_i dk*_i; dvar = -2 sum w_i dk*_i */
+    /* d k*_i / dx_t = dk_i 2 (x_t - xi_t) / l_t^2;
+     * dmu = sum alpha_i dk*_i, dvar = -2 sum w_i dk*_i */
     for (size_t i = 0; i < n; i++) {
         const double *xi = m->x + i * d;
         double cm = dmu ? 2.0 * dk[i] * m->alpha[i] : 0.0;
@@ -566,8 +576,8 @@ double tunep_gp_log_h(double z, double *dlogh)
         g = 1.0 - x * mills;
     } else {
         /* sum over k of (-1)^k (2k + 1)!! t^(k+1), t = 1 / x^2: 9 terms reach 1e-16 at x = 30 */
-        static const double c[9] = {1.0, -3.0, 15.0, -105.0, 945.0, -10395.0, 135135.0,
-                                    -2027025.0, 34459425.0};
+        static const double c[9] = {1.0,      -3.0,     15.0,       -105.0,    945.0,
+                                    -10395.0, 135135.0, -2027025.0, 34459425.0};
         double t = 1.0 / (x * x), sum = 0.0;
         for (int k = 8; k >= 0; k--)
             sum = c[k] + t * sum;
@@ -592,10 +602,10 @@ double tunep_gp_log_ei(double mu, double var, double f_best, double *d_mu, doubl
 
 /* ---- the acquisition optimiser -------------------------------------------- */
 
-#define GRID_MAX   16  /* discrete coordinates with at most this many values: tried in turn */
-#define ROUNDS     100 /* rounds of a continuous then discrete moves per local search */
-#define CONT_ITERS 200 /* projected L-BFGS iterations per continuous move */
-#define LBFGS_M    6   /* L-BFGS memory */
+#define GRID_MAX   16   /* discrete coordinates with at most this many values: tried in turn */
+#define ROUNDS     100  /* rounds of a continuous then discrete moves per local search */
+#define CONT_ITERS 200  /* projected L-BFGS iterations per continuous move */
+#define LBFGS_M    6    /* L-BFGS memory */
 #define PGTOL      1e-3 /* projected gradient (per length scale) at which a move has converged */
 #define UNIT_TOP   (1.0 - 0x1.0p-53) /* unit coordinates live in [0, 1) */
 

@@ -97,8 +97,8 @@ void tunep_gp_model_predict(struct tunep_gp_model *m, const double *xs, size_t k
  * into dmu and dvar (d each) when those are not NULL; where the variance is
  * held at its floor (1e-12 signal variances) its gradient is 0.
  */
-void tunep_gp_model_predict_grad(struct tunep_gp_model *m, const double *x, double *mu,
-                                 double *var, double *dmu, double *dvar);
+void tunep_gp_model_predict_grad(struct tunep_gp_model *m, const double *x, double *mu, double *var,
+                                 double *dmu, double *dvar);
 
 /*
  * log h(z), h(z) = z Phi(z) + phi(z) = E[max(0, z + N(0, 1))], accurate far
@@ -135,7 +135,7 @@ void tunep_gp_opt_snap(const struct tunep_gp_opt *o, double *u);
  * the end point; returns f there. scale (dims): the length scale of each
  * continuous coordinate, in unit-cube units.
  */
-double tunep_gp_opt_local(struct tunep_gp_opt *o, tunep_gp_opt_fn f, void *ctx,
-                          const double *scale, double *u);
+double tunep_gp_opt_local(struct tunep_gp_opt *o, tunep_gp_opt_fn f, void *ctx, const double *scale,
+                          double *u);
 
 #endif /* TUNE_GP_H */

@@ -82,10 +82,10 @@ struct tunep_tpe_config {
     double gamma;           /* 0.1: fraction of good trials, Optuna's default_gamma; at most 25 */
 };
 
-/* Gaussian-process BO (search/gp.c): Matern 5/2, ML length scales, expected improvement. */
+/* Gaussian-process BO (search/gp.c): Matern 5/2, MAP hyperparameters, log expected improvement. */
 struct tunep_gp_config {
     int n_startup_trials; /* 10: Sobol points before the model */
-    int n_candidates;     /* 2000: random + local candidates scored by EI per suggestion */
+    int n_candidates;     /* 2000: Sobol points scored by EI, the local searches' starts */
     int refit_every;      /* 1: refit hyperparameters every n observations */
     double xi;            /* 0.0: EI exploration margin */
 };

@@ -189,9 +189,9 @@ static long double ref_log_h(long double z, long double *dlogh)
 /* log h and its derivative against the reference, from z = 8 out to z = -1e6. */
 START_TEST(test_log_h)
 {
-    static const double zs[] = {8.0,   3.0,   1.0,    0.0,   -0.5,  -1.0,   -3.0,  -4.999,
-                                -5.001, -6.0, -10.0,  -20.0, -29.9, -30.1,  -38.5, -40.0,
-                                -100.0, -1e3, -1e4,   -1e6};
+    static const double zs[] = {8.0,    3.0,    1.0,    0.0,   -0.5,  -1.0,  -3.0,
+                                -4.999, -5.001, -6.0,   -10.0, -20.0, -29.9, -30.1,
+                                -38.5,  -40.0,  -100.0, -1e3,  -1e4,  -1e6};
     for (size_t i = 0; i < sizeof zs / sizeof zs[0]; i++) {
         double d, v = tunep_gp_log_h(zs[i], &d);
         long double rd, rv = ref_log_h(zs[i], &rd);
@@ -227,8 +227,8 @@ START_TEST(test_log_ei_gradient)
                      (2 * hv);
         ck_assert_msg(fabs(dm - fdm) < 1e-6 * fmax(1.0, fabs(fdm)), "case %zu: d/dmu %g vs %g", i,
                       dm, fdm);
-        ck_assert_msg(fabs(dv - fdv) < 1e-6 * fmax(1.0, fabs(fdv)), "case %zu: d/dvar %g vs %g",
-                      i, dv, fdv);
+        ck_assert_msg(fabs(dv - fdv) < 1e-6 * fmax(1.0, fabs(fdv)), "case %zu: d/dvar %g vs %g", i,
+                      dv, fdv);
     }
 }
 END_TEST
@@ -272,8 +272,8 @@ START_TEST(test_predict_gradient)
             tunep_gp_model_predict_grad(&m, xp, &mp, &vp, NULL, NULL);
             tunep_gp_model_predict_grad(&m, xm, &mm, &vm, NULL, NULL);
             double fm = (mp - mm) / (2 * h), fv = (vp - vm) / (2 * h);
-            ck_assert_msg(fabs(dmu[t] - fm) < 1e-6 * fmax(1.0, fabs(fm)), "%d/%d: dmu %g vs %g",
-                          k, t, dmu[t], fm);
+            ck_assert_msg(fabs(dmu[t] - fm) < 1e-6 * fmax(1.0, fabs(fm)), "%d/%d: dmu %g vs %g", k,
+                          t, dmu[t], fm);
             ck_assert_msg(fabs(dvar[t] - fv) < 1e-6 * fmax(1.0, fabs(fv)), "%d/%d: dvar %g vs %g",
                           k, t, dvar[t], fv);
         }
@@ -295,7 +295,8 @@ START_TEST(test_log_prior)
         tp[k] += h;
         tm[k] -= h;
         double fd =
-            (tunep_gp_model_log_prior(2, tp, NULL) - tunep_gp_model_log_prior(2, tm, NULL)) / (2 * h);
+            (tunep_gp_model_log_prior(2, tp, NULL) - tunep_gp_model_log_prior(2, tm, NULL)) /
+            (2 * h);
         ck_assert_msg(fabs(fd - grad[k]) < 1e-6 * fmax(1.0, fabs(fd)), "theta %d: %g vs %g", k,
                       grad[k], fd);
     }
@@ -308,7 +309,8 @@ START_TEST(test_log_prior)
     double out[4] = {log(1e-3), log(2.0), 0.0, log(1e-9)};
     double edge[4] = {TUNEP_GP_LOG_LS_MIN, log(2.0), 0.0, TUNEP_GP_LOG_NOISE_MIN};
     double go[4] = {0};
-    ck_assert_double_eq(tunep_gp_model_log_prior(2, out, go), tunep_gp_model_log_prior(2, edge, NULL));
+    ck_assert_double_eq(tunep_gp_model_log_prior(2, out, go),
+                        tunep_gp_model_log_prior(2, edge, NULL));
     ck_assert(go[0] == 0.0 && go[3] == 0.0 && go[1] != 0.0);
 }
 END_TEST
@@ -521,8 +523,8 @@ START_TEST(test_optimiser_valley)
     for (int start = 0; start < 10; start++) {
         double u[2] = {gsl_rng_uniform(r), gsl_rng_uniform(r)};
         double f = tunep_gp_opt_local(o, valley_f, NULL, scale, u);
-        ck_assert_msg(fabs(u[0] - 0.3) < 1e-5 && fabs(u[1] - 0.6) < 1e-3, "start %d: %g %g",
-                      start, u[0], u[1]);
+        ck_assert_msg(fabs(u[0] - 0.3) < 1e-5 && fabs(u[1] - 0.6) < 1e-3, "start %d: %g %g", start,
+                      u[0], u[1]);
         ck_assert_double_lt(-f, 1e-6);
     }
     gsl_rng_free(r);
@@ -626,8 +628,9 @@ START_TEST(test_weak_parameters)
             }
             OK(s->ops->on_complete(s, id, 1, 1.0, y));
         }
-        ck_assert_msg(best_bs == 32 && best_warm == 3, "seed %d: best %.6f at batch %lld, warm-up %lld",
-                      (int)seed, best, (long long)best_bs, (long long)best_warm);
+        ck_assert_msg(best_bs == 32 && best_warm == 3,
+                      "seed %d: best %.6f at batch %lld, warm-up %lld", (int)seed, best,
+                      (long long)best_bs, (long long)best_warm);
         tunep_searcher_free(s);
     }
     tune_space_free(sp);
