@@ -194,7 +194,7 @@ START_TEST(test_log_h)
                                 -38.5,  -40.0,  -100.0, -1e3,  -1e4,  -1e6};
     for (size_t i = 0; i < sizeof zs / sizeof zs[0]; i++) {
         double d, v = tunep_gp_log_h(zs[i], &d);
-        long double rd, rv = ref_log_h(zs[i], &rd);
+        long double rd, rv = ref_log_h((long double)zs[i], &rd);
         /* log h is ~ -z^2 / 2 in the tail: relative precision there, absolute near 0 */
         double tol = 1e-12 * fmax(1.0, fabs((double)rv));
         ck_assert_msg(fabs(v - (double)rv) < tol, "z %g: log h %.17g, reference %.17Lg", zs[i], v,
