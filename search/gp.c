@@ -603,7 +603,7 @@ double tunep_gp_log_ei(double mu, double var, double f_best, double *d_mu, doubl
 /* ---- the acquisition optimiser -------------------------------------------- */
 
 #define GRID_MAX   16   /* discrete coordinates with at most this many values: tried in turn */
-#define ROUNDS     100  /* rounds of a continuous then discrete moves per local search */
+#define ROUNDS     100  /* rounds (a continuous move, then each discrete one) per local search */
 #define CONT_ITERS 200  /* projected L-BFGS iterations per continuous move */
 #define LBFGS_M    6    /* L-BFGS memory */
 #define PGTOL      1e-3 /* projected gradient (per length scale) at which a move has converged */
