@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Creates (once) the virtual environment of the peers users install, from
 # PyPI: PyPI's PyTorch and Hugging Face transformers (bench/hf_reference.py,
-# and the PyTorch side of bench/run_bert.sh) and Optuna 5 (bench/run_core.sh,
-# bench/run_search.sh). Debian's python3-torch 1.13 and python3-optuna 3.1
-# are older than what users run, and Debian packages no transformers 5.
+# and the PyTorch side of bench/run_bert.sh) and Optuna 5 with SciPy, which its
+# GPSampler needs (bench/run_core.sh, bench/run_search.sh). Debian's
+# python3-torch 1.13 and python3-optuna 3.1 are older than what users run, and
+# Debian packages no transformers 5.
 # Debian's own /usr/bin/python3 cannot install into its system site (PEP 668),
 # so this makes a venv with the first interpreter that has the venv module and
 # a version PyTorch ships wheels for (3.10-3.13). PyPI's torch wheel for Linux
@@ -14,16 +15,16 @@
 # Env:   HF_VENV  where the venv goes (default ~/.cache/tune-bench/hf-venv;
 #                 outside the repository, so nothing to ignore)
 #        HF_SPEC  what pip installs (default "torch==2.15.0 transformers
-#                 optuna==5.0.0"; bench/RESULTS*.md name the versions that ran)
+#                 optuna==5.0.0 scipy"; bench/RESULTS*.md name the versions that ran)
 #        PYTHON   the interpreter to build the venv from
-# A venv that already imports torch, transformers and optuna is reused as it
+# A venv that already imports torch, transformers, optuna and scipy is reused as it
 # is; one that lacks a package gets it installed.
 set -euo pipefail
 venv=${HF_VENV:-$HOME/.cache/tune-bench/hf-venv}
-spec=${HF_SPEC:-torch==2.15.0 transformers optuna==5.0.0}
+spec=${HF_SPEC:-torch==2.15.0 transformers optuna==5.0.0 scipy}
 
 if [ -x "$venv/bin/python" ]; then
-    if ! "$venv/bin/python" -c "import torch, transformers, optuna" 2>/dev/null; then
+    if ! "$venv/bin/python" -c "import torch, transformers, optuna, scipy" 2>/dev/null; then
         echo "hf_setup_venv: completing $venv with $spec" >&2
         # shellcheck disable=SC2086 # spec is a list of requirements
         "$venv/bin/python" -m pip install --quiet $spec >&2
@@ -58,6 +59,7 @@ mkdir -p "$(dirname "$venv")"
 "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
 # shellcheck disable=SC2086 # spec is a list of requirements
 "$venv/bin/python" -m pip install --quiet $spec >&2
-"$venv/bin/python" -c "import torch, transformers, optuna; print('hf_setup_venv: torch',
-      torch.__version__, 'transformers', transformers.__version__, 'optuna', optuna.__version__)" >&2
+"$venv/bin/python" -c "import torch, transformers, optuna, scipy; print('hf_setup_venv: torch',
+      torch.__version__, 'transformers', transformers.__version__, 'optuna', optuna.__version__,
+      'scipy', scipy.__version__)" >&2
 echo "$venv/bin/python"

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""optuna_search.py - Optuna 3.1's samplers on bench/search_bench.c's problems.
+"""optuna_search.py - Optuna's samplers on bench/search_bench.c's problems.
 
-  quality --sampler random|tpe|tpe-mv --problem branin|hartmann6|curve
+  quality --sampler random|tpe|tpe-mv|gp --problem branin|hartmann6|curve
           [--budgets 50,200] [--seeds 20] [--seed0 0]
   timing  [--history 1000] [--window 20]
 
 Same problems, spaces and output fields as search_bench (one JSON line per
 seed and budget: best value and regret after the first `budget` trials), with
-TPESampler(seed=s) (multivariate=True for tpe-mv) or RandomSampler(seed=s).
+TPESampler(seed=s) (multivariate=True for tpe-mv), GPSampler(seed=s) (its
+defaults otherwise) or RandomSampler(seed=s).
 curve is the 27-step synthetic learning curve of
 ../shared/bench/peers/optuna_overhead.py part d, noise-free final value,
 maximised. timing: the 4-parameter space and trivial objective of
@@ -15,13 +16,18 @@ optuna_overhead.py part b; the time of ask() plus the 4 suggest calls for
 trials 980..999 of a 1,000-trial TPESampler study (part b's window), wall
 and this thread's CPU time (the machine is shared: wall also counts others).
 
-Run with Debian's interpreter: /usr/bin/python3 bench/optuna_search.py ...
+Run with the venv of bench/hf_setup_venv.sh (gp needs its torch and scipy):
+$(bench/hf_setup_venv.sh) bench/optuna_search.py ...
 """
 import argparse
 import json
 import math
+import os
 import statistics
 import time
+
+# GPSampler's advice for its speed: one OpenMP thread, set before torch is imported
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import optuna
 
@@ -76,6 +82,8 @@ def objective(problem):
 def make_sampler(name, seed):
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed, multivariate=name == "tpe-mv")
 
 
@@ -135,7 +143,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["quality", "timing"])
-    ap.add_argument("--sampler", default="tpe", choices=["random", "tpe", "tpe-mv"])
+    ap.add_argument("--sampler", default="tpe", choices=["random", "tpe", "tpe-mv", "gp"])
     ap.add_argument("--problem", default="branin", choices=["branin", "hartmann6", "curve"])
     ap.add_argument("--budgets", default="50,200")
     ap.add_argument("--seeds", type=int, default=20)

@@ -2,8 +2,10 @@
 """Summarise bench/run_search.sh's JSON lines as Markdown: median regret per
 (problem, budget, searcher) over the seeds, tune's TPE against Optuna's (with a
 Mann-Whitney U test and a bootstrap 95% interval of the ratio of medians:
-with 20 seeds, two equivalent searchers' medians differ by chance), and the
-time per suggestion with 1,000 finished trials against Optuna's.
+with 20 seeds, two equivalent searchers' medians differ by chance), tune's GP
+against Optuna's GPSampler at 50 evaluations (medians, their ratio with a
+bootstrap interval, time per trial), and the time per suggestion with 1,000
+finished trials against Optuna's.
 
 Usage: summarize_search.py FILE.jsonl [MORE.jsonl ...] (lines of all files pooled)
 """
@@ -34,11 +36,27 @@ def ratio_interval(a, b, reps=2000):
     return f"{rs[int(0.025 * len(rs))]:.2f}-{rs[int(0.975 * len(rs)) - 1]:.2f}"
 
 
+def ratio_interval_gp(a, b, reps=10000):
+    """Bootstrap 95% interval (lower, upper) of median(a) / median(b): each engine's seeds
+    resampled with replacement, independently (their seeds drive different generators),
+    10,000 times with a fixed seed; None when b's median can be 0."""
+    rnd = random.Random(20240917)
+    rs = []
+    for _ in range(reps):
+        mb = statistics.median(rnd.choices(b, k=len(b)))
+        ma = statistics.median(rnd.choices(a, k=len(a)))
+        if mb <= 0:
+            return None
+        rs.append(ma / mb)
+    rs.sort()
+    return rs[int(0.025 * reps)], rs[int(0.975 * reps) - 1]
+
+
 ORDER = ["random", "sobol", "lhs", "tpe", "tpe-mv", "gp",
-         "optuna-random", "optuna-tpe", "optuna-tpe-mv"]
+         "optuna-random", "optuna-tpe", "optuna-tpe-mv", "optuna-gp"]
 LABEL = {"random": "random", "sobol": "Sobol", "lhs": "LHS", "tpe": "TPE", "tpe-mv": "TPE mv",
          "gp": "GP", "optuna-random": "Optuna random", "optuna-tpe": "Optuna TPE",
-         "optuna-tpe-mv": "Optuna TPE mv"}
+         "optuna-tpe-mv": "Optuna TPE mv", "optuna-gp": "Optuna GP"}
 
 
 def quartiles(xs):
@@ -99,6 +117,41 @@ if cases:
             else:
                 cells.append("-")
         print(f"| {prob} | {budget} | " + " | ".join(cells) + " |")
+
+# tune's GP against Optuna's GPSampler at 50 evaluations: regret and time per trial
+per_trial = defaultdict(list)  # (problem, searcher) -> seconds per trial of each seed's run
+for r in rows:
+    if "regret" in r and r["budget"] == 50 and "seconds" in r:
+        per_trial[(r["problem"], r["searcher"])].append(r["seconds"] / r["budget"])
+gp_probs = [p for p in ["branin", "hartmann6", "curve"]
+            if (p, 50, "gp") in reg and (p, 50, "optuna-gp") in reg]
+if gp_probs:
+    print("\n### GP against Optuna's GPSampler at 50 evaluations\n")
+    print("| problem | seeds (tune, Optuna) | tune GP median regret | Optuna GP median regret "
+          "| ratio | 95% interval | goal: lower end <= 1 | tune ms/trial | Optuna ms/trial "
+          "| speed-up | goal: >= 5x |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for prob in gp_probs:
+        a, b = reg[(prob, 50, "gp")], reg[(prob, 50, "optuna-gp")]
+        ma, mb = statistics.median(a), statistics.median(b)
+        ratio, ci, goal = "-", "-", "-"
+        if mb > 0:
+            ratio = f"{ma / mb:.2f}"
+            iv = ratio_interval_gp(a, b)
+            if iv:
+                ci = f"{iv[0]:.2f}-{iv[1]:.2f}"
+                goal = "met" if iv[0] <= 1.0 else "NOT met"
+        ta, tb = per_trial.get((prob, "gp")), per_trial.get((prob, "optuna-gp"))
+        mta = 1e3 * statistics.median(ta) if ta else None
+        mtb = 1e3 * statistics.median(tb) if tb else None
+        speed = f"{mtb / mta:.1f}x" if mta and mtb else "-"
+        sgoal = ("met" if mtb / mta >= 5.0 else "NOT met") if mta and mtb else "-"
+        print(f"| {prob} | {len(a)}, {len(b)} | {fmt(ma)} | {fmt(mb)} | {ratio} | {ci} | {goal} "
+              f"| {f'{mta:.2f}' if mta else '-'} | {f'{mtb:.1f}' if mtb else '-'} | {speed} "
+              f"| {sgoal} |")
+    print("\nratio: tune's median regret / Optuna's; 95% interval: bootstrap of that ratio, "
+          "each engine's seeds resampled (10,000 times, fixed seed). Time per trial: a seed's "
+          "wall time for its 50 trials (ask, objective, tell) / 50, median over seeds.")
 
 tim = [r for r in rows if r.get("part") == "timing"]
 if tim:

@@ -83,6 +83,18 @@ tune_status tunep_sobol_seq_point(struct tunep_sobol_seq *s, int64_t index, doub
     return TUNE_OK;
 }
 
+void tunep_sobol_seq_rescramble(struct tunep_sobol_seq *s, uint64_t seed)
+{
+    uint64_t h = tunep_splitmix64(seed ^ SALT_SOBOL);
+    s->scramble = 1;
+    for (unsigned d = 0; d < s->dims; d++)
+        s->shift[d] = tunep_splitmix64(h + d) >> 11;
+    if (s->dims > 0) {
+        gsl_qrng_init(&s->q);
+        s->next = 0;
+    }
+}
+
 void tunep_sobol_seq_done(struct tunep_sobol_seq *s)
 {
     if (s && s->q.state) {

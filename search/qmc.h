@@ -33,6 +33,8 @@ tune_status tunep_sobol_seq_init(struct tunep_sobol_seq *s, size_t dims, int scr
  */
 tune_status tunep_sobol_seq_point(struct tunep_sobol_seq *s, int64_t index, double *u,
                                   tune_error *err);
+/* A fresh digital shift from seed (as init with scramble 1 makes it), back at point 0. */
+void tunep_sobol_seq_rescramble(struct tunep_sobol_seq *s, uint64_t seed);
 void tunep_sobol_seq_done(struct tunep_sobol_seq *s);
 
 #endif /* TUNE_QMC_H */

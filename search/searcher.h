@@ -92,10 +92,10 @@ struct tunep_tpe_config {
     int uniform_weights_below;
 };
 
-/* Gaussian-process BO (search/gp.c): Matern 5/2, ML length scales, expected improvement. */
+/* Gaussian-process BO (search/gp.c): Matern 5/2, MAP hyperparameters, log expected improvement. */
 struct tunep_gp_config {
     int n_startup_trials; /* 10: Sobol points before the model */
-    int n_candidates;     /* 2000: random + local candidates scored by EI per suggestion */
+    int n_candidates;     /* 2000: Sobol points scored by EI, the local searches' starts */
     int refit_every;      /* 1: refit hyperparameters every n observations */
     double xi;            /* 0.0: EI exploration margin */
 };
@@ -174,5 +174,8 @@ size_t tunep_unit_dims(const tune_space *space); /* non-constant parameters */
 tune_status tunep_unit_check(const tune_space *space, const char *searcher, tune_error *err);
 void tunep_unit_to_values(const tune_space *space, const double *u, struct tunep_value *out);
 void tunep_values_to_unit(const tune_space *space, const struct tunep_value *v, double *u);
+/* The unit point of the value that u stands for, for one non-constant parameter:
+ * tunep_value_to_unit(tunep_unit_to_value(u)); snapping twice changes nothing. */
+double tunep_unit_snap(const struct tunep_param *p, double u);
 
 #endif /* TUNE_SEARCHER_H */

@@ -244,6 +244,13 @@ static double value_to_unit(const struct tunep_param *p, const struct tunep_valu
     return 0.5;
 }
 
+double tunep_unit_snap(const struct tunep_param *p, double u)
+{
+    struct tunep_value v;
+    tunep_space_value_at(p, clamp_unit(u), &v);
+    return value_to_unit(p, &v);
+}
+
 void tunep_values_to_unit(const tune_space *space, const struct tunep_value *v, double *u)
 {
     size_t j = 0;

@@ -11,6 +11,9 @@
  * points has exactly one point per stratum [k/n, (k+1)/n) in every dimension.
  * Both: reproducible from the seed, grid axes and impossible sizes rejected
  * naming the parameter, and every allocation failure returns TUNE_ENOMEM.
+ * tunep_unit_snap() gives the unit point of the value u stands for, and
+ * snapping twice changes nothing; a rescrambled sequence is the one a fresh
+ * init with that seed gives.
  */
 #include <math.h>
 #include <stdint.h>
@@ -264,6 +267,36 @@ START_TEST(test_unit_cell_centres)
 }
 END_TEST
 
+/* snap(u): the same value as u, at its unit point; idempotent. */
+START_TEST(test_unit_snap)
+{
+    tune_space *sp = mixed_space();
+    gsl_rng *r = rng_new(5);
+    for (int k = 0; k < 2000; k++) {
+        double u = k == 0 ? 0.0 : k == 1 ? 1.0 - 0x1.0p-53 : gsl_rng_uniform(r);
+        for (size_t i = 0; i < sp->n; i++) {
+            const struct tunep_param *p = &sp->params[i];
+            if (p->dist == TUNEP_DIST_CONST)
+                continue;
+            struct tunep_value a, b;
+            tunep_space_value_at(p, u, &a);
+            double s = tunep_unit_snap(p, u);
+            tunep_space_value_at(p, s, &b);
+            /* normals come back within ~1e-15 sd (unit.c): GSL's Phi^-1 is not monotone */
+            int normal = p->dist == TUNEP_DIST_RANDN || p->dist == TUNEP_DIST_QRANDN;
+            ck_assert_msg(tunep_value_equal(&a, &b) ||
+                              (normal && fabs(a.u.d - b.u.d) < 1e-12 * p->hi),
+                          "'%s' at u %.17g: snapped to %.17g, another value", p->name, u, s);
+            ck_assert(s >= 0.0 && s < 1.0);
+            ck_assert_msg(tunep_unit_snap(p, s) == s || normal,
+                          "'%s': snap is not idempotent at %.17g", p->name, s);
+        }
+    }
+    gsl_rng_free(r);
+    tune_space_free(sp);
+}
+END_TEST
+
 /*
  * A uniform grid of unit points reproduces random search's distribution:
  * randint/choice equal cells, qrandint's half-weight ends (round half to
@@ -375,6 +408,30 @@ START_TEST(test_sobol_scrambled_stratified)
     tunep_searcher_free(s2);
     tunep_searcher_free(s3);
     tune_space_free(sp);
+}
+END_TEST
+
+/* Rescrambled with a seed (from any point): the sequence a fresh init with that seed gives. */
+START_TEST(test_sobol_rescramble)
+{
+    struct tunep_sobol_seq a, b;
+    OK(tunep_sobol_seq_init(&a, 5, 0, 1, &err));
+    OK(tunep_sobol_seq_init(&b, 5, 1, 99, &err));
+    double ua[5], ub[5];
+    for (int i = 0; i < 7; i++)
+        OK(tunep_sobol_seq_point(&a, i, ua, &err));
+    tunep_sobol_seq_rescramble(&a, 99);
+    for (int i = 0; i < 64; i++) {
+        OK(tunep_sobol_seq_point(&a, i, ua, &err));
+        OK(tunep_sobol_seq_point(&b, i, ub, &err));
+        ck_assert(memcmp(ua, ub, sizeof ua) == 0);
+    }
+    tunep_sobol_seq_rescramble(&a, 100); /* another seed, other points */
+    OK(tunep_sobol_seq_point(&a, 0, ua, &err));
+    OK(tunep_sobol_seq_point(&b, 0, ub, &err));
+    ck_assert(memcmp(ua, ub, sizeof ua) != 0);
+    tunep_sobol_seq_done(&a);
+    tunep_sobol_seq_done(&b);
 }
 END_TEST
 
@@ -613,12 +670,14 @@ static Suite *qmc_suite(void)
     tcase_add_test(tc, test_unit_values_always_possible);
     tcase_add_test(tc, test_unit_round_trip);
     tcase_add_test(tc, test_unit_cell_centres);
+    tcase_add_test(tc, test_unit_snap);
     tcase_add_test(tc, test_unit_matches_sampling_distribution);
     suite_add_tcase(s, tc);
     tc = tcase_create("sobol");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_sobol_is_gsl_sequence);
     tcase_add_test(tc, test_sobol_scrambled_stratified);
+    tcase_add_test(tc, test_sobol_rescramble);
     tcase_add_test(tc, test_sobol_rejects);
     tcase_add_test(tc, test_sobol_constants_only);
     suite_add_tcase(s, tc);
