@@ -5,7 +5,7 @@
  * NSGAIISampler or TPESampler); bench/run_moo.sh runs both.
  *
  *   moo_bench --problem zdt1|zdt2 [--searcher nsga2|tpe|tpe-uniform] [--evals 200]
- *             [--seeds 20] [--seed0 0] [--dim 30]
+ *             [--seeds 20] [--seed0 0] [--dim 30] [--via study|searcher]
  *
  * ZDT1 and ZDT2 over [0, 1]^dim, both objectives minimised: f1 = x0,
  * g = 1 + 9 / (dim - 1) * sum(x1 .. x_{dim-1}), f2 = g (1 - sqrt(f1 / g))
@@ -19,7 +19,15 @@
  * a study. One JSON line per seed: the hypervolume of all `evals` points
  * bounded by the reference point (11, 11) (g <= 10 and f2 <= g, so every
  * point counts; optuna_moo.py uses the same point), and the median and mean
- * time of one suggest(), wall and this thread's CPU time.
+ * time of one suggestion, wall and this thread's CPU time.
+ *
+ * What a suggestion's time covers: with --via study (the default) one
+ * tune_study_ask() on an in-memory study, that is the engine creating the
+ * trial (its record, the scheduler's and the searcher's bookkeeping) and the
+ * searcher drawing its parameters, as Optuna's timed study.ask() creates the
+ * trial in its InMemoryStorage and samples all its parameters; reading the
+ * parameters and the tell are outside on both sides. --via searcher times
+ * the searcher's suggest() alone, driven directly (no engine).
  */
 #include <math.h>
 #include <stdio.h>
@@ -157,10 +165,99 @@ static void run(int concave, const char *searcher, long evals, int seeds, int se
     tune_space_free(space);
 }
 
+/*
+ * The study's config: dim uniform parameters x0.. in [0, 1], two minimised
+ * objectives f1 and f2, the searcher with its defaults, one trial at a time,
+ * in memory (Optuna's InMemoryStorage).
+ */
+static char *study_json(const char *searcher, long evals, int seed, int dim)
+{
+    size_t cap = 512 + (size_t)dim * 48;
+    char *j = malloc(cap);
+    if (!j)
+        die("out of memory", NULL);
+    int n =
+        snprintf(j, cap,
+                 "{\"name\": \"moo\", \"metric\": [\"f1\", \"f2\"], \"mode\": [\"min\", \"min\"],"
+                 " \"num_samples\": %ld, \"seed\": %d, \"storage\": \":memory:\","
+                 " \"max_concurrent_trials\": 1, \"search\": {\"algorithm\": \"%s\"%s},"
+                 " \"param_space\": {",
+                 evals, seed, strcmp(searcher, "nsga2") == 0 ? "nsga2" : "tpe",
+                 strcmp(searcher, "tpe-uniform") == 0 ? ", \"weights_below\": \"uniform\"" : "");
+    for (int k = 0; k < dim; k++)
+        n += snprintf(j + n, cap - (size_t)n, "%s\"x%d\": {\"uniform\": [0, 1]}", k ? ", " : "", k);
+    snprintf(j + n, cap - (size_t)n, "}}");
+    return j;
+}
+
+/*
+ * Ask, evaluate, tell through the study (tune_study_ask(), as Optuna's
+ * study.ask()): the time of an ask is the engine's trial creation and the
+ * searcher's suggestion, as Optuna's ask() creates the trial in its storage
+ * and samples its parameters.
+ */
+static void run_study(int concave, const char *searcher, long evals, int seeds, int seed0, int dim)
+{
+    static const char *const names[2] = {"f1", "f2"};
+    double *y = malloc((size_t)evals * 2 * sizeof *y);
+    double *wall = malloc((size_t)evals * sizeof *wall);
+    double *cpu = malloc((size_t)evals * sizeof *cpu);
+    if (!y || !wall || !cpu)
+        die("out of memory", NULL);
+    for (int sd = seed0; sd < seed0 + seeds; sd++) {
+        tune_error err;
+        tune_study *s = NULL;
+        char *json = study_json(searcher, evals, sd, dim);
+        if (tune_study_new_from_json(json, "moo_bench", &s, &err))
+            die("study", &err);
+        free(json);
+        double sum_wall = 0, sum_cpu = 0;
+        for (long i = 0; i < evals; i++) {
+            tune_trial *t = NULL;
+            double t0 = now(), c0 = cpu_now();
+            if (tune_study_ask(s, &t, &err))
+                die("ask", &err);
+            double c1 = cpu_now(), t1 = now();
+            wall[i] = t1 - t0;
+            cpu[i] = c1 - c0;
+            sum_wall += wall[i];
+            sum_cpu += cpu[i];
+            double x[MAX_DIM];
+            for (int j = 0; j < dim; j++) {
+                char name[16];
+                snprintf(name, sizeof name, "x%d", j);
+                if (tune_trial_get_double(t, name, &x[j], &err))
+                    die("parameter", &err);
+            }
+            zdt(concave, x, dim, y + 2 * i);
+            if (tune_trial_report(t, 2, names, y + 2 * i, &err) ||
+                tune_study_tell(s, t, TUNE_TELL_COMPLETE, NULL, &err))
+                die("tell", &err);
+        }
+        tune_study_free(s);
+        const double ref[2] = {11, 11};
+        double hv;
+        if (tunep_pareto_hypervolume(y, (size_t)evals, 2, ref, &hv, &err))
+            die("hypervolume", &err);
+        printf("{\"bench\": \"tune\", \"sampler\": \"%s\", \"via\": \"study\", "
+               "\"problem\": \"%s\", \"dim\": %d, "
+               "\"evals\": %ld, \"seed\": %d, \"hypervolume\": %.10g, \"suggest_ms_median\": %.5f, "
+               "\"suggest_ms_mean\": %.5f, \"suggest_cpu_ms_median\": %.5f, "
+               "\"suggest_cpu_ms_mean\": %.5f}\n",
+               searcher, concave ? "zdt2" : "zdt1", dim, evals, sd, hv, 1e3 * median(wall, evals),
+               1e3 * sum_wall / (double)evals, 1e3 * median(cpu, evals),
+               1e3 * sum_cpu / (double)evals);
+        fflush(stdout);
+    }
+    free(y);
+    free(wall);
+    free(cpu);
+}
+
 static _Noreturn void usage(void)
 {
     fprintf(stderr, "usage: moo_bench --problem zdt1|zdt2 [--searcher nsga2|tpe|tpe-uniform] "
-                    "[--evals 200] [--seeds 20] [--seed0 0] [--dim 30]\n");
+                    "[--evals 200] [--seeds 20] [--seed0 0] [--dim 30] [--via study|searcher]\n");
     exit(2);
 }
 
@@ -168,7 +265,7 @@ int main(int argc, char **argv)
 {
     const char *problem = NULL, *searcher = "nsga2";
     long evals = 200;
-    int seeds = 20, seed0 = 0, dim = 30;
+    int seeds = 20, seed0 = 0, dim = 30, via_study = 1;
     for (int i = 1; i < argc; i += 2) { /* --option value pairs */
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val)
@@ -185,6 +282,10 @@ int main(int argc, char **argv)
             seed0 = atoi(val);
         else if (strcmp(argv[i], "--dim") == 0)
             dim = atoi(val);
+        else if (strcmp(argv[i], "--via") == 0 && strcmp(val, "study") == 0)
+            via_study = 1;
+        else if (strcmp(argv[i], "--via") == 0 && strcmp(val, "searcher") == 0)
+            via_study = 0;
         else
             usage();
     }
@@ -193,6 +294,9 @@ int main(int argc, char **argv)
         (strcmp(searcher, "nsga2") != 0 && strcmp(searcher, "tpe") != 0 &&
          strcmp(searcher, "tpe-uniform") != 0))
         usage();
-    run(strcmp(problem, "zdt2") == 0, searcher, evals, seeds, seed0, dim);
+    if (via_study)
+        run_study(strcmp(problem, "zdt2") == 0, searcher, evals, seeds, seed0, dim);
+    else
+        run(strcmp(problem, "zdt2") == 0, searcher, evals, seeds, seed0, dim);
     return 0;
 }

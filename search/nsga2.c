@@ -14,10 +14,18 @@
  * 1 / the number of non-constant parameters). Parents are picked by binary
  * tournament on (rank, crowding distance), Deb's crowded comparison.
  *
- * The parent population is recomputed from the finished trials at every
- * suggestion, so a resumed study (on_start/on_complete replayed) suggests
- * what the uninterrupted one would. Failed trials are forgotten, as Optuna
- * leaves out trials that did not complete.
+ * The parent population is a function of the finished trials only, so a
+ * resumed study (on_start/on_complete replayed) suggests what the
+ * uninterrupted one would. Failed trials are forgotten, as Optuna leaves out
+ * trials that did not complete.
+ *
+ * Each generation's elite (with the ranks and crowding distances of its
+ * members) is computed once and kept: a suggestion walks the kept elites and
+ * recomputes one only when its inputs changed, that is when a trial of its
+ * generation changed state or values (a late finisher, a retry, a failure)
+ * or the elite before it was recomputed. In a sequential study that is once
+ * per generation, so a suggestion costs a tournament and the draws of one
+ * child, not a non-dominated sort of every generation so far.
  */
 #include "search/searcher.h"
 
@@ -37,6 +45,21 @@ struct rec {
     struct tunep_value *v; /* space->n values */
 };
 
+/*
+ * The elite chosen from generation g's pool (the elite of g - 1 plus g's
+ * finished trials): the parents of generation g + 1, with their ranks and
+ * crowding distances among themselves (for the tournament). Valid while
+ * serial != 0, ver equals the generation's change count and parent_serial
+ * the serial of the elite it was chosen with (0 for generation 0).
+ */
+struct elite_cache {
+    unsigned long serial, ver, parent_serial;
+    size_t n;
+    size_t *parents; /* population_size indices into recs */
+    int *rank;
+    double *crowd;
+};
+
 struct nsga2 {
     struct tunep_searcher base;
     struct tunep_nsga2_config c;
@@ -44,7 +67,13 @@ struct nsga2 {
     size_t n_free;    /* non-constant parameters */
     struct rec *recs; /* by increasing id */
     size_t n_recs, cap_recs;
-    /* Scratch for one suggestion. */
+    /* Per generation: finished trials, a count of changes to its trials, its elite. */
+    size_t *n_done;
+    unsigned long *ver;
+    struct elite_cache *elites;
+    size_t n_gens;
+    unsigned long next_serial;
+    /* Scratch for computing one elite. */
     size_t *parents, *pool;
     int *rank;
     double *crowd, *ys;
@@ -102,6 +131,58 @@ static struct rec *add(struct nsga2 *g, int64_t id)
     }
     g->n_recs++;
     return r;
+}
+
+/* Makes room for generation gen's counters and elite; 0 on OOM. */
+static int ensure_gen(struct nsga2 *g, int gen)
+{
+    size_t need = (size_t)gen + 1;
+    if (need <= g->n_gens)
+        return 1;
+    size_t cap = g->n_gens ? 2 * g->n_gens : 8;
+    while (cap < need)
+        cap *= 2;
+    size_t *n_done = tunep_realloc(g->n_done, g->n_gens * sizeof *n_done, cap * sizeof *n_done);
+    if (!n_done)
+        return 0;
+    g->n_done = n_done;
+    unsigned long *ver = tunep_realloc(g->ver, g->n_gens * sizeof *ver, cap * sizeof *ver);
+    if (!ver)
+        return 0;
+    g->ver = ver;
+    struct elite_cache *e = tunep_realloc(g->elites, g->n_gens * sizeof *e, cap * sizeof *e);
+    if (!e)
+        return 0;
+    g->elites = e;
+    for (size_t i = g->n_gens; i < cap; i++) {
+        n_done[i] = 0;
+        ver[i] = 0;
+        e[i] = (struct elite_cache){.serial = 0};
+    }
+    g->n_gens = cap;
+    return 1;
+}
+
+/*
+ * Moves rec to generation gen (-1: none) and state, called also when a
+ * finished trial's values change. The elite of a generation depends on its
+ * finished trials only: their counts and change counts follow. 0 on OOM.
+ */
+static int set_rec(struct nsga2 *g, struct rec *rec, int gen, int state)
+{
+    if (gen >= 0 && !ensure_gen(g, gen))
+        return 0;
+    if (rec->state == DONE && rec->gen >= 0) {
+        g->n_done[rec->gen]--;
+        g->ver[rec->gen]++;
+    }
+    rec->gen = gen;
+    rec->state = state;
+    if (state == DONE && gen >= 0) {
+        g->n_done[gen]++;
+        g->ver[gen]++;
+    }
+    return 1;
 }
 
 static int scratch(struct nsga2 *g, size_t n)
@@ -205,37 +286,71 @@ static tune_status elite(struct nsga2 *g, size_t k, size_t *ret_n, tune_error *e
     return TUNE_OK;
 }
 
-/*
- * The parents for the next generation into g->parents[0..*ret_n), with their
- * ranks and crowding distances in g->rank and g->crowd; *ret_gen is the
- * generation they were chosen from (-1: generation 0 is not complete yet).
- */
-static tune_status parent_population(struct nsga2 *g, int *ret_gen, size_t *ret_n, tune_error *err)
+/* Chooses generation gen's elite from the elite before it (NULL for generation 0) into e. */
+static tune_status compute_elite(struct nsga2 *g, int gen, const struct elite_cache *prev,
+                                 struct elite_cache *e, tune_error *err)
 {
-    size_t n_par = 0;
-    int gen = -1;
-    if (!scratch(g, g->n_recs + (size_t)g->c.population_size + 1))
+    size_t pop = (size_t)g->c.population_size;
+    if (!scratch(g, g->n_recs + pop + 1))
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    for (;;) {
-        size_t k = 0;
-        for (size_t a = 0; a < n_par; a++)
-            g->pool[k++] = g->parents[a];
-        size_t fresh = 0;
-        for (size_t i = 0; i < g->n_recs; i++)
-            if (g->recs[i].state == DONE && g->recs[i].gen == gen + 1) {
-                g->pool[k++] = i;
-                fresh++;
-            }
-        if (fresh < (size_t)g->c.population_size)
-            break;
-        tune_status st = elite(g, k, &n_par, err);
-        if (st)
-            return st;
+    if (!e->parents) {
+        e->parents = tunep_malloc(pop * sizeof *e->parents);
+        e->rank = tunep_malloc(pop * sizeof *e->rank);
+        e->crowd = tunep_malloc(pop * sizeof *e->crowd);
+        if (!e->parents || !e->rank || !e->crowd) {
+            tunep_free(e->parents);
+            tunep_free(e->rank);
+            tunep_free(e->crowd);
+            e->parents = NULL, e->rank = NULL, e->crowd = NULL;
+            return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
+        }
+    }
+    size_t k = 0, n = 0;
+    for (size_t a = 0; prev && a < prev->n; a++)
+        g->pool[k++] = prev->parents[a];
+    for (size_t i = 0; i < g->n_recs; i++)
+        if (g->recs[i].state == DONE && g->recs[i].gen == gen)
+            g->pool[k++] = i;
+    e->serial = 0;
+    tune_status st = elite(g, k, &n, err);
+    if (!st && n)
+        st = rank_and_crowd(g, g->parents, n, err);
+    if (st)
+        return st;
+    memcpy(e->parents, g->parents, n * sizeof *e->parents);
+    memcpy(e->rank, g->rank, n * sizeof *e->rank);
+    memcpy(e->crowd, g->crowd, n * sizeof *e->crowd);
+    e->n = n;
+    e->ver = g->ver[gen];
+    e->parent_serial = prev ? prev->serial : 0;
+    e->serial = ++g->next_serial;
+    return TUNE_OK;
+}
+
+/*
+ * The elite the next generation's children come from (NULL while generation
+ * 0 is not complete), recomputing the kept elites whose inputs changed;
+ * *ret_gen is the generation it was chosen from (-1: none).
+ */
+static tune_status parent_population(struct nsga2 *g, int *ret_gen,
+                                     const struct elite_cache **ret_elite, tune_error *err)
+{
+    const struct elite_cache *prev = NULL;
+    int gen = -1;
+    while ((size_t)(gen + 1) < g->n_gens && g->n_done[gen + 1] >= (size_t)g->c.population_size) {
+        struct elite_cache *e = &g->elites[gen + 1];
+        if (!e->serial || e->ver != g->ver[gen + 1] ||
+            e->parent_serial != (prev ? prev->serial : 0)) {
+            tune_status st = compute_elite(g, gen + 1, prev, e, err);
+            if (st)
+                return st;
+        }
+        prev = e;
         gen++;
     }
     *ret_gen = gen;
-    *ret_n = n_par;
-    return n_par ? rank_and_crowd(g, g->parents, n_par, err) : TUNE_OK;
+    *ret_elite = prev;
+    return TUNE_OK;
 }
 
 size_t tunep_nsga2_crowded_better(const int *rank, const double *crowd, size_t a, size_t b)
@@ -258,17 +373,17 @@ static tune_status nsga2_suggest(struct tunep_searcher *s, int64_t id, gsl_rng *
     struct nsga2 *g = (struct nsga2 *)s;
     const tune_space *space = s->space;
     int gen;
-    size_t n_par;
-    tune_status st = parent_population(g, &gen, &n_par, err);
+    const struct elite_cache *e = NULL;
+    tune_status st = parent_population(g, &gen, &e, err);
     if (st)
         return st;
-    if (gen < 0) {
+    if (!e || e->n == 0) {
         tunep_space_sample(space, r, 0, 0, out);
     } else {
-        const struct rec *p0 = &g->recs[g->parents[tournament(g->rank, g->crowd, n_par, r)]];
+        const struct rec *p0 = &g->recs[e->parents[tournament(e->rank, e->crowd, e->n, r)]];
         const struct rec *p1 = NULL; /* no crossover: a copy of p0 */
         if (gsl_rng_uniform(r) < g->c.crossover_prob)
-            p1 = &g->recs[g->parents[tournament(g->rank, g->crowd, n_par, r)]];
+            p1 = &g->recs[e->parents[tournament(e->rank, e->crowd, e->n, r)]];
         double mut = g->c.mutation_prob >= 0 ? g->c.mutation_prob
                                              : 1.0 / (double)(g->n_free ? g->n_free : 1);
         for (size_t i = 0; i < space->n; i++) {
@@ -279,9 +394,8 @@ static tune_status nsga2_suggest(struct tunep_searcher *s, int64_t id, gsl_rng *
         }
     }
     struct rec *rec = add(g, id);
-    if (!rec)
+    if (!rec || !set_rec(g, rec, gen + 1, rec->state))
         return tunep_error_set(err, TUNE_ENOMEM, "out of memory");
-    rec->gen = gen + 1;
     return TUNE_OK;
 }
 
@@ -293,16 +407,15 @@ static tune_status nsga2_on_start(struct tunep_searcher *s, int64_t id,
     if (!rec) {
         /* A resumed trial: it joins the generation a suggestion now would have given it. */
         int gen;
-        size_t n_par;
-        tune_status st = parent_population(g, &gen, &n_par, NULL);
+        const struct elite_cache *e;
+        tune_status st = parent_population(g, &gen, &e, NULL);
         if (st)
             return st;
-        if (!(rec = add(g, id)))
+        if (!(rec = add(g, id)) || !set_rec(g, rec, gen + 1, PENDING))
             return TUNE_ENOMEM;
-        rec->gen = gen + 1;
     }
     memcpy(rec->v, values, s->space->n * sizeof *values);
-    rec->state = PENDING;
+    set_rec(g, rec, rec->gen, PENDING); /* its generation exists: no allocation */
     return TUNE_OK;
 }
 
@@ -320,13 +433,13 @@ static tune_status nsga2_on_complete_values(struct tunep_searcher *s, int64_t id
     if (!rec)
         return TUNE_OK;
     if (!has_scores || m != g->m) {
-        rec->state = FORGOTTEN;
+        set_rec(g, rec, rec->gen, FORGOTTEN);
         return TUNE_OK;
     }
     /* Scores are larger-is-better with -inf for missing: minimisation form, missing = NaN. */
     for (size_t j = 0; j < m; j++)
         rec->y[j] = isfinite(scores[j]) || scores[j] == HUGE_VAL ? -scores[j] : (double)NAN;
-    rec->state = DONE;
+    set_rec(g, rec, rec->gen, DONE);
     return TUNE_OK;
 }
 
@@ -345,6 +458,14 @@ static void nsga2_free(struct tunep_searcher *s)
         tunep_free(g->recs[i].v);
     }
     tunep_free(g->recs);
+    for (size_t i = 0; i < g->n_gens; i++) {
+        tunep_free(g->elites[i].parents);
+        tunep_free(g->elites[i].rank);
+        tunep_free(g->elites[i].crowd);
+    }
+    tunep_free(g->elites);
+    tunep_free(g->n_done);
+    tunep_free(g->ver);
     tunep_free(g->parents);
     tunep_free(g->pool);
     tunep_free(g->rank);

@@ -161,6 +161,180 @@ START_TEST(test_generations_from_finished_trials)
 }
 END_TEST
 
+/* ---- a recomputation from scratch, as the kept elites must agree with ---- */
+
+enum { REF_POP = 4, REF_TRIALS = 160 };
+
+struct ref_trial {
+    int gen, state; /* state: 0 pending, 1 finished, 2 failed */
+    double x, y[2];
+};
+
+/* Ranks and crowding distances of ys (k points, two objectives), as the searcher computes them. */
+static void ref_rank_crowd(const double *ys, size_t k, int *rank, double *crowd)
+{
+    OK(tunep_pareto_sort(ys, k, 2, rank, &err));
+    size_t front[2 * REF_TRIALS];
+    double dist[2 * REF_TRIALS];
+    for (int r = 0;; r++) {
+        size_t n = 0;
+        for (size_t a = 0; a < k; a++)
+            if (rank[a] == r)
+                front[n++] = a;
+        if (n == 0)
+            break;
+        OK(tunep_pareto_crowding(ys, 2, front, n, dist, &err));
+        for (size_t a = 0; a < n; a++)
+            crowd[front[a]] = dist[a];
+    }
+}
+
+/*
+ * The parents of the next generation, chosen generation by generation from
+ * the finished trials (the definition at the top of nsga2.c), with their
+ * ranks and crowding distances among themselves; returns the generation
+ * they come from (-1: generation 0 is not complete).
+ */
+static int ref_parents(const struct ref_trial *t, size_t n_trials, size_t *par, size_t *ret_n,
+                       int *prank, double *pcrowd)
+{
+    size_t n_par = 0, pool[2 * REF_TRIALS];
+    double ys[4 * REF_TRIALS], crowd[2 * REF_TRIALS];
+    int rank[2 * REF_TRIALS], gen = -1;
+    for (;;) {
+        size_t k = 0, fresh = 0;
+        for (size_t a = 0; a < n_par; a++)
+            pool[k++] = par[a];
+        for (size_t i = 0; i < n_trials; i++)
+            if (t[i].state == 1 && t[i].gen == gen + 1) {
+                pool[k++] = i;
+                fresh++;
+            }
+        if (fresh < REF_POP)
+            break;
+        for (size_t a = 0; a < k; a++)
+            memcpy(ys + 2 * a, t[pool[a]].y, sizeof t[pool[a]].y);
+        ref_rank_crowd(ys, k, rank, crowd);
+        n_par = 0;
+        for (int r = 0; n_par < REF_POP; r++) {
+            size_t fn = 0, cut[2 * REF_TRIALS];
+            for (size_t a = 0; a < k; a++)
+                if (rank[a] == r)
+                    cut[fn++] = a;
+            if (fn == 0)
+                break;
+            if (n_par + fn <= REF_POP) {
+                for (size_t a = 0; a < fn; a++)
+                    par[n_par++] = pool[cut[a]];
+                continue;
+            }
+            /* By distance, then pool position (insertion sort); taken from the largest. */
+            for (size_t a = 1; a < fn; a++)
+                for (size_t b = a;
+                     b > 0 && (crowd[cut[b - 1]] > crowd[cut[b]] ||
+                               (crowd[cut[b - 1]] == crowd[cut[b]] && cut[b - 1] > cut[b]));
+                     b--) {
+                    size_t tmp = cut[b];
+                    cut[b] = cut[b - 1];
+                    cut[b - 1] = tmp;
+                }
+            for (size_t a = fn; a-- > 0 && n_par < REF_POP;)
+                par[n_par++] = pool[cut[a]];
+        }
+        gen++;
+    }
+    for (size_t a = 0; a < n_par; a++)
+        memcpy(ys + 2 * a, t[par[a]].y, sizeof t[par[a]].y);
+    if (n_par)
+        ref_rank_crowd(ys, n_par, prank, pcrowd);
+    *ret_n = n_par;
+    return gen;
+}
+
+/*
+ * Six trials at a time finishing out of order, some failing and retried:
+ * late finishers of a complete generation (or of one before it), failures and retries all change
+ * an elite the searcher keeps. Every suggestion (children copy a parent: no
+ * crossover, no mutation; each trial starts with a value of its own) must be
+ * the parent that the tournament's draws pick from the parents recomputed
+ * from scratch.
+ */
+START_TEST(test_kept_elites_match_recomputation)
+{
+    tune_space *sp = space_x();
+    struct tunep_nsga2_config c;
+    tunep_nsga2_config_default(&c);
+    c.population_size = REF_POP;
+    c.crossover_prob = 0;
+    c.mutation_prob = 0;
+    struct tunep_searcher *s = NULL;
+    OK(tunep_nsga2_new(sp, &c, 2, &s, &err));
+    static struct ref_trial t[REF_TRIALS];
+    size_t n = 0, open[6], n_open = 0, par[REF_TRIALS], n_par;
+    int prank[REF_TRIALS], recomputed_late = 0;
+    double pcrowd[REF_TRIALS];
+    gsl_rng *drive = rng_at(99, 0);
+    while (n < REF_TRIALS || n_open > 0) {
+        if (n < REF_TRIALS && (n_open < 6 && (n_open == 0 || gsl_rng_uniform(drive) < 0.6))) {
+            int gen = ref_parents(t, n, par, &n_par, prank, pcrowd);
+            gsl_rng *r = rng_at(5, (int64_t)n);
+            struct tunep_value v;
+            OK(s->ops->suggest(s, (int64_t)n, r, &v, &err));
+            gsl_rng_free(r);
+            r = rng_at(5, (int64_t)n);
+            double want;
+            if (gen < 0) {
+                struct tunep_value w;
+                tunep_space_sample(sp, r, 0, 0, &w);
+                want = w.u.d;
+            } else {
+                size_t a = gsl_rng_uniform_int(r, n_par), b = gsl_rng_uniform_int(r, n_par);
+                want = t[par[tunep_nsga2_crowded_better(prank, pcrowd, a, b)]].x;
+            }
+            gsl_rng_free(r);
+            ck_assert_msg(v.u.d == want, "trial %zu (generation %d): x %g, recomputed %g", n,
+                          gen + 1, v.u.d, want);
+            /* Started with a value of its own, so that a child names its parent. */
+            v.u.d = (double)n / 16;
+            ck_assert_int_eq(s->ops->on_start(s, (int64_t)n, &v), TUNE_OK);
+            t[n] = (struct ref_trial){.gen = gen + 1, .state = 0, .x = v.u.d};
+            open[n_open++] = n++;
+            continue;
+        }
+        /* Mostly the newest: older trials linger past the generations after theirs. */
+        size_t k = gsl_rng_uniform(drive) < 0.7 ? n_open - 1 : gsl_rng_uniform_int(drive, n_open);
+        size_t id = open[k];
+        if (t[id].state == 2) { /* a failed trial is retried */
+            struct tunep_value v = {.type = TUNEP_V_DOUBLE, .u.d = t[id].x};
+            ck_assert_int_eq(s->ops->on_start(s, (int64_t)id, &v), TUNE_OK);
+            t[id].state = 0;
+            continue;
+        }
+        open[k] = open[--n_open];
+        if (gsl_rng_uniform(drive) < 0.15) {
+            ck_assert_int_eq(s->ops->on_complete_values(s, (int64_t)id, 0, NULL, 0), TUNE_OK);
+            t[id].state = 2;
+            open[n_open++] = id;
+            continue;
+        }
+        /* Small integers: ties and duplicates in both objectives. */
+        t[id].y[0] = (double)gsl_rng_uniform_int(drive, 6);
+        t[id].y[1] = (double)gsl_rng_uniform_int(drive, 6);
+        t[id].state = 1;
+        const double sc[2] = {-t[id].y[0], -t[id].y[1]};
+        ck_assert_int_eq(s->ops->on_complete_values(s, (int64_t)id, 1, sc, 2), TUNE_OK);
+        size_t done_gen = 0;
+        for (size_t i = 0; i < n; i++)
+            done_gen += t[i].gen == t[id].gen && t[i].state == 1;
+        recomputed_late += done_gen > REF_POP; /* finished after its generation was complete */
+    }
+    ck_assert_int_gt(recomputed_late, 5);
+    gsl_rng_free(drive);
+    tunep_searcher_free(s);
+    tune_space_free(sp);
+}
+END_TEST
+
 /* ZDT1 (Zitzler, Deb and Thiele 2000), both objectives minimised, x in [0, 1]^n. */
 static void zdt1(const double *x, size_t n, double *f)
 {
@@ -259,6 +433,7 @@ static Suite *nsga2_suite(void)
     tcase_add_test(tc, test_crowded_better);
     tcase_add_test(tc, test_elite_by_hand);
     tcase_add_test(tc, test_generations_from_finished_trials);
+    tcase_add_test(tc, test_kept_elites_match_recomputation);
     tcase_add_test(tc, test_zdt1_beats_random);
     suite_add_tcase(s, tc);
     return s;
