@@ -97,6 +97,7 @@ struct tune_trial {
     atomic_int busy;         /* reports inside tune_trial_report() through this handle */
     struct tune_trial *next; /* in the study's list of running or of closed handles */
     int worker;              /* the index of the worker thread that runs it */
+    int in_block;            /* carved from the study's handle blocks (study.c), not freed alone */
     /* The GPUs this attempt holds (placement): indexes into study->gpus, and
      * their ids as a program's CUDA_VISIBLE_DEVICES ("" when none). */
     int n_gpus;
@@ -193,7 +194,8 @@ struct tune_study {
      * the process exits) and a new worker takes its place.
      */
     struct tune_trial *live, *closed;
-    struct tune_trial *abandoned; /* never freed: their threads may still hold them */
+    struct tune_trial *abandoned;             /* never freed: their threads may still hold them */
+    struct tunep_handle_block *handle_blocks; /* where the workers' handles come from */
     pthread_t *workers;
     unsigned char *worker_left; /* 1: abandoned with its trial, detached, never joined */
     int n_workers, cap_workers;
