@@ -130,8 +130,8 @@ tune_status tune_study_ask(tune_study *s, tune_trial **ret_trial, tune_error *er
     if (!s || !ret_trial)
         return tunep_error_set(err, TUNE_EINVAL, "study and ret_trial must not be NULL");
     tune_status st = TUNE_OK;
-    tune_trial *t = tunep_calloc(1, sizeof *t);
     pthread_mutex_lock(&s->lock);
+    tune_trial *t = tunep_study_new_handle(s);
     if (!t) {
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto out;
@@ -164,8 +164,8 @@ tune_status tune_study_ask(tune_study *s, tune_trial **ret_trial, tune_error *er
     *ret_trial = t;
     t = NULL;
 out:
+    tunep_study_drop_handle(s, t); /* not handed out */
     pthread_mutex_unlock(&s->lock);
-    tunep_free(t);
     return st;
 }
 
@@ -235,7 +235,7 @@ tune_status tune_study_get_trial(tune_study *s, int64_t trial_id, tune_trial **r
         goto out;
     }
     /* Asked by an earlier process: its attempt's clock runs from when it was asked. */
-    if (!(t = tunep_calloc(1, sizeof *t))) {
+    if (!(t = tunep_study_new_handle(s))) {
         st = tunep_error_set(err, TUNE_ENOMEM, "out of memory");
         goto out;
     }

@@ -1168,7 +1168,7 @@ static void keep_abandoned(struct tune_trial *list)
 }
 
 /*
- * The workers' handles, HANDLE_BLOCK to an allocation: a handle is never
+ * Trial handles, HANDLE_BLOCK to an allocation: a handle is never
  * reused (a kept pointer must find it CLOSED), so a sweep allocates one per
  * attempt, and one calloc of a 1.4 KB handle per trial (with the heap growing
  * a page at a time under it) cost 9% of a trivial trial's time with SQLite.
@@ -1183,8 +1183,7 @@ struct tunep_handle_block {
     struct tune_trial h[HANDLE_BLOCK];
 };
 
-/* A zeroed handle from the study's blocks, or NULL on OOM. Lock held. */
-static struct tune_trial *new_handle(struct tune_study *s)
+struct tune_trial *tunep_study_new_handle(struct tune_study *s)
 {
     struct tunep_handle_block *b = s->handle_blocks;
     if (!b || b->used == HANDLE_BLOCK) {
@@ -1196,6 +1195,15 @@ static struct tune_trial *new_handle(struct tune_study *s)
     struct tune_trial *t = &b->h[b->used++];
     t->in_block = 1;
     return t;
+}
+
+void tunep_study_drop_handle(struct tune_study *s, struct tune_trial *t)
+{
+    struct tunep_handle_block *b = s->handle_blocks;
+    if (t && b && b->used > 0 && t == &b->h[b->used - 1]) {
+        memset(t, 0, sizeof *t);
+        b->used--;
+    }
 }
 
 static void free_handle_blocks(struct tune_study *s)
@@ -1350,7 +1358,7 @@ static void *worker_main(void *arg)
         tunep_study_set_fatal(s, &e);
     }
     while (r) {
-        if (!t && !(t = new_handle(s))) {
+        if (!t && !(t = tunep_study_new_handle(s))) {
             tune_error e;
             tunep_error_set(&e, TUNE_ENOMEM, "out of memory starting a trial");
             tunep_study_set_fatal(s, &e);

@@ -195,7 +195,7 @@ struct tune_study {
      */
     struct tune_trial *live, *closed;
     struct tune_trial *abandoned;             /* never freed: their threads may still hold them */
-    struct tunep_handle_block *handle_blocks; /* where the workers' handles come from */
+    struct tunep_handle_block *handle_blocks; /* where trial handles come from */
     pthread_t *workers;
     unsigned char *worker_left; /* 1: abandoned with its trial, detached, never joined */
     int n_workers, cap_workers;
@@ -319,6 +319,13 @@ tune_status tunep_value_get_bool(const struct tunep_value *v, const char *name, 
 tune_status tunep_study_open_run(struct tune_study *s, tune_error *err);
 struct tunep_trial_rec *tunep_study_next_trial(struct tune_study *s, gsl_rng *r, int *ret_wait);
 void tunep_study_finish_trial(struct tune_study *s, struct tune_trial *t, tune_status ret);
+/*
+ * A zeroed trial handle, freed with the study (never alone: a kept pointer to
+ * it must keep finding it CLOSED), or NULL on OOM. Lock held.
+ */
+struct tune_trial *tunep_study_new_handle(struct tune_study *s);
+/* Gives back the handle tunep_study_new_handle() just returned, never handed out. Lock held. */
+void tunep_study_drop_handle(struct tune_study *s, struct tune_trial *t);
 void tunep_study_set_fatal(struct tune_study *s, const tune_error *e);
 /* Finishes a study driven by ask and tell as tune_study_finish() does, errors
  * ignored, and frees what ask_tell.c keeps; nothing for other studies. */
