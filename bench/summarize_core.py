@@ -18,6 +18,8 @@ def pick(**kw):
 print("### Trivial objective throughput (medians over runs)\n")
 print("| engine | storage | reports/trial | trials/s | µs/trial | µs/report | ratio to Optuna |")
 print("|---|---|---|---|---|---|---|")
+info = pick(bench="optuna_info")
+opt_name = "Optuna %s" % info[0]["optuna"] if info else "Optuna"
 opt_mem = med([r["trials_per_s"] for r in pick(bench="optuna", part="a")])
 opt_sql = med([r["trials_per_s"] for r in pick(bench="optuna", part="c")])
 for storage, reports in (("memory", 1), ("sqlite", 1), ("sqlite", 10)):
@@ -30,9 +32,9 @@ for storage, reports in (("memory", 1), ("sqlite", 1), ("sqlite", 10)):
     print(f"| tune | {storage} | {reports} | {tps:,.0f} | {med([r['us_per_trial'] for r in rs]):.2f} "
           f"| {med([r['us_per_report'] for r in rs]):.2f} | {ratio} |")
 if opt_mem == opt_mem:
-    print(f"| Optuna 3.1 RandomSampler | memory | 1 | {opt_mem:,.0f} | {1e6 / opt_mem:.0f} | - | 1x |")
+    print(f"| {opt_name} RandomSampler | memory | 1 | {opt_mem:,.0f} | {1e6 / opt_mem:.0f} | - | 1x |")
 if opt_sql == opt_sql:
-    print(f"| Optuna 3.1 RandomSampler | sqlite | 1 | {opt_sql:,.1f} | {1e6 / opt_sql:.0f} | - | 1x |")
+    print(f"| {opt_name} RandomSampler | sqlite | 1 | {opt_sql:,.1f} | {1e6 / opt_sql:.0f} | - | 1x |")
 
 for r in pick(bench="tune", part="sleep"):
     print("\n### Bookkeeping: 10,000 trials x 0.1 s, 16 concurrent\n")
