@@ -11,7 +11,8 @@
  * scores (the constant mean is the mean of the observations) with a Matern
  * 5/2 ARD kernel; its log length scales, signal and noise variances
  * maximise the log marginal likelihood plus Optuna's log prior (gp.h), by
- * BFGS with the analytic gradient from the last fit and from the defaults.
+ * BFGS with the analytic gradient from the defaults (from the last fit past
+ * FIT_CHEAP observations).
  * Without the prior, an input whose effect is small next to another's gets
  * an unbounded length scale and the search stops moving it.
  * A suggestion maximises log expected improvement over the best standardised
@@ -400,6 +401,8 @@ void tunep_gp_model_fit(struct tunep_gp_model *m, gsl_rng *r, int n_starts, int 
             memcpy(start, m->theta, np * sizeof *start); /* warm start */
         } else if (s == 1) {
             theta_default(d, start);
+            if (memcmp(start, m->theta, np * sizeof *start) == 0)
+                continue; /* that is where the first start was */
         } else {
             for (size_t t = 0; t < d; t++)
                 start[t] = log(0.05) + gsl_rng_uniform(r) * (log(2.0) - log(0.05));
@@ -413,6 +416,12 @@ void tunep_gp_model_fit(struct tunep_gp_model *m, gsl_rng *r, int n_starts, int 
         }
     }
     clamp_theta(d, m->best, m->theta);
+    m->conditioned = 0;
+}
+
+void tunep_gp_model_reset(struct tunep_gp_model *m)
+{
+    theta_default(m->d, m->theta);
     m->conditioned = 0;
 }
 
@@ -940,7 +949,7 @@ struct gp_trial {
 };
 
 #define N_LOCAL   10 /* local searches per suggestion (Optuna's n_local_search) */
-#define FIT_CHEAP 50 /* observations up to which fits restart from the defaults too */
+#define FIT_CHEAP 50 /* observations up to which fits start from the defaults */
 
 struct gp {
     struct tunep_searcher base;
@@ -1142,15 +1151,21 @@ static tune_status build_model(struct gp *g, gsl_rng *r, size_t n_obs, double wo
     if (g->fitted_at == 0 || n_obs >= g->fitted_at + (size_t)g->c.refit_every ||
         n_obs < g->fitted_at) {
         /*
-         * While a fit is cheap: the warm start and the defaults. Past FIT_CHEAP
+         * While a fit is cheap, from the defaults: the fit is then a function of
+         * the observations alone, so a searcher resumed with the same history
+         * suggests what the unbroken one did (warm starts and random restarts
+         * did no better on bench/search_bench's problems). Past FIT_CHEAP
          * observations the last fit is close to the optimum for one more point,
          * and a short warm start keeps a suggestion fast at 200 observations
-         * (a 200-point likelihood and gradient is ~0.5 ms).
+         * (a 200-point likelihood and gradient is ~0.5 ms; 50 iterations from
+         * the defaults would take ~10 times as long).
          */
-        if (n_obs <= FIT_CHEAP)
-            tunep_gp_model_fit(m, r, 2, 50);
-        else
+        if (n_obs <= FIT_CHEAP) {
+            tunep_gp_model_reset(m);
+            tunep_gp_model_fit(m, r, 1, 50);
+        } else {
             tunep_gp_model_fit(m, r, 1, 10);
+        }
         g->fitted_at = n_obs;
     }
 

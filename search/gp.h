@@ -87,6 +87,8 @@ double tunep_gp_model_log_prior(size_t d, const double *theta, double *grad);
  * defaults, then random points drawn from r. Keeps the best in m->theta.
  */
 void tunep_gp_model_fit(struct tunep_gp_model *m, gsl_rng *r, int n_starts, int max_iter);
+/* theta back at the defaults. */
+void tunep_gp_model_reset(struct tunep_gp_model *m);
 /* Factorises K for the current theta and rows; predictions need it. */
 void tunep_gp_model_condition(struct tunep_gp_model *m);
 /* Posterior mean and variance of the latent function at k points xs (k x d). */
