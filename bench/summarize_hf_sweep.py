@@ -77,11 +77,17 @@ def main():
                   f"{'met' if r <= 0.5 else 'not met'}); tune's best − Ray's best: "
                   f"**{dd:+.2f} points** (goal: at least Ray's − 1: "
                   f"{'met' if dd >= -1 else 'not met'})\n")
+    bad = [(rep, d["order_mismatches"]) for rep in sides for d in sides[rep].values()
+           if d.get("order_mismatches")]
+    for rep, n in bad:
+        print(f"rep {rep}: in {n} of Ray's reports the Trainer did not fetch tune's examples: "
+              "the two sides did not train on the same data")
     if len(ratios) > 1:
         print(f"Medians over {len(ratios)} repetitions: wall ratio "
               f"{statistics.median(ratios):.2f}, accuracy difference "
               f"{statistics.median(diffs):+.2f} points")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
