@@ -12,14 +12,17 @@
 # torch.set_num_threads(1), OMP/MKL threads 1): bench/ray/hf_sweep.py says
 # what else is the same.
 #
-# Each repetition runs tune, then Ray on tune's configurations (the same 12
-# trials in the same order; OWN_SAMPLES=1 lets Ray sample its own). For each
-# side: the wall time from launching it to the end of the sweep (tune: its
-# process's exit; Ray: Tuner.fit() returning, imports and ray.init included),
-# the time to the first report within 1 point of its final best (progress.csv's
-# timestamps for tune, Ray's result timestamps for Ray), the best dev accuracy,
-# trials and reports, the load average at its start and end. Goals: tune's
-# wall ÷ Ray's ≤ 0.5, tune's best at most 1 point below Ray's.
+# Odd repetitions run tune, then Ray on tune's configurations (the same 12
+# trials in the same order; OWN_SAMPLES=1 lets Ray sample its own); even ones
+# Ray first, on repetition 1's configurations (tune's draws are seeded, so
+# every repetition draws the same), then tune. For each side: the wall time
+# from launching it to the end of the sweep (tune: its process's exit; Ray:
+# Tuner.fit() returning, imports and ray.init included), the time to the first
+# report within 1 point of its final best (progress.csv's timestamps for tune,
+# Ray's result timestamps for Ray), the best dev accuracy, trials and reports,
+# the median training and evaluation seconds per epoch, the load average at
+# its start and end. Goals: tune's wall ÷ Ray's ≤ 0.5, tune's best at most 1
+# point below Ray's.
 #
 # Usage: bench/run_hf_sweep.sh [BUILD_DIR]     (default BUILD_DIR: build)
 # Knobs: REPS (1), SAMPLES, EPOCHS, MAX_TRAIN, MAX_EVAL, MAX_SEQ_LEN,
@@ -27,7 +30,8 @@
 #   the venv once: Ray Tune 2.60, torch 2.15, transformers 5.25 from PyPI),
 #   TINY=1 (a check of the plumbing in ~1 minute: 2 samples, 2 epochs of 64
 #   examples, 64 dev sentences).
-# Takes ~10 min for tune and ~? for Ray on 2 idle cores at the defaults.
+# At the defaults one repetition took 14 min for tune and 20 for Ray on 2 cores
+# that other jobs shared (load average 4-9); about half that on idle cores.
 # Writes bench/out/hf_sweep-<UTC time>.jsonl and prints bench/summarize_hf_sweep.py's
 # Markdown tables. Needs scripts/get-model's checkpoints/all-minilm-l6-v2 and ./data.
 set -euo pipefail
@@ -55,6 +59,9 @@ epochs=${EPOCHS:-4}
 max_train=${MAX_TRAIN:-1200}
 max_eval=${MAX_EVAL:-0}
 max_seq_len=${MAX_SEQ_LEN:-64}
+# the examples of an epoch: the file's, or the first max_train of each shuffle
+n_train=$(($(wc -l <data/sst2/train.tsv) - 1))
+[ "$max_train" -le 0 ] || [ "$max_train" -ge "$n_train" ] || n_train=$max_train
 reps=${REPS:-1}
 own=${OWN_SAMPLES:-0}
 py=${RAY_PY:-$(bench/ray/setup_venv.sh --hf)}
@@ -88,8 +95,9 @@ printf '{"kind": "meta", "samples": %d, "epochs": %d, "max_train_examples": %d, 
     "$samples" "$epochs" "$max_train" "$max_eval" "$max_seq_len" \
     "$([ "$own" = 1 ] && echo false || echo true)" "$versions" "$(nproc)" >>"$out"
 
-for rep in $(seq 1 "$reps"); do
-    # tune
+# run_tune REP: tune's side of one repetition, one "side" line into $out
+run_tune() {
+    local rep=$1 storage la0 la1 t0 t1
     storage=$work/tune-$rep
     la0=$(loadavg)
     t0=$(date +%s.%N)
@@ -97,15 +105,20 @@ for rep in $(seq 1 "$reps"); do
         { cat "$work/tune-$rep.log" >&2; exit 1; }
     t1=$(date +%s.%N)
     la1=$(loadavg)
-    /usr/bin/python3 - "$storage" "$rep" "$t0" "$t1" "$la0" "$la1" >>"$out" <<'EOF'
+    /usr/bin/python3 - "$storage" "$rep" "$t0" "$t1" "$la0" "$la1" "$n_train" >>"$out" <<'EOF'
 import csv, json, sys
-storage, rep, t0, t1, la0, la1 = sys.argv[1:]
+storage, rep, t0, t1, la0, la1, n_train = sys.argv[1:]
 with open(f"{storage}/progress.csv") as f:
     rows = list(csv.DictReader(f))
 with open(f"{storage}/results.csv") as f:
     trials = list(csv.DictReader(f))
+# examples_per_s is the training throughput since the previous report: the
+# rest of the iteration is the evaluation (and, in the first, the setup).
+def train_s(r):
+    return int(n_train) / float(r["examples_per_s"])
 reports = [{"trial": int(r["trial_id"]), "iteration": int(r["training_iteration"]),
-            "val_accuracy": float(r["val_accuracy"]), "timestamp": int(r["timestamp"])}
+            "val_accuracy": float(r["val_accuracy"]), "timestamp": int(r["timestamp"]),
+            "train_s": train_s(r), "eval_s": float(r["time_this_iter_s"]) - train_s(r)}
            for r in rows]
 print(json.dumps({"kind": "side", "engine": "tune", "rep": int(rep), "t0": float(t0),
                   "wall_s": float(t1) - float(t0), "process_s": float(t1) - float(t0),
@@ -115,10 +128,13 @@ print(json.dumps({"kind": "side", "engine": "tune", "rep": int(rep), "t0": float
                   "reports": reports}))
 EOF
     echo "rep $rep: tune $(/usr/bin/python3 -c "print(round($t1 - $t0))") s" >&2
+}
 
-    # Ray Tune + transformers
-    configs=()
-    [ "$own" = 1 ] || configs=(--configs "$storage/results.csv")
+# run_ray REP CONFIGS: Ray's side of one repetition, on the configurations of
+# tune's results.csv CONFIGS (empty: Ray samples its own)
+run_ray() {
+    local rep=$1 la0 la1 t0 t1 configs=()
+    [ -z "$2" ] || configs=(--configs "$2")
     la0=$(loadavg)
     t0=$(date +%s.%N)
     "$py" bench/ray/hf_sweep.py "${configs[@]}" --samples "$samples" --epochs "$epochs" \
@@ -142,10 +158,29 @@ print(json.dumps({"kind": "side", "engine": "ray", "rep": int(rep), "t0": float(
                   "startup_s": summary["startup_s"], "init_s": summary["init_s"],
                   "best": summary["best_val_accuracy"],
                   "reports": [{k: r[k] for k in ("trial", "iteration", "val_accuracy",
-                                                 "timestamp", "report_time")}
+                                                 "timestamp", "report_time", "train_s",
+                                                 "eval_s")}
                               for r in reports]}))
 EOF
     echo "rep $rep: Ray $(/usr/bin/python3 -c "print(round($t1 - $t0))") s" >&2
+}
+
+# Odd repetitions run tune first, even ones Ray first, on the configurations
+# of repetition 1 (tune's draws are seeded: every repetition has the same).
+for rep in $(seq 1 "$reps"); do
+    own_configs=$work/tune-$rep/results.csv
+    first_configs=$work/tune-1/results.csv
+    if [ "$own" = 1 ]; then
+        own_configs=""
+        first_configs=""
+    fi
+    if [ $((rep % 2)) = 1 ]; then
+        run_tune "$rep"
+        run_ray "$rep" "$own_configs"
+    else
+        run_ray "$rep" "$first_configs"
+        run_tune "$rep"
+    fi
 done
 echo "raw: $out (runs in $work)" >&2
 /usr/bin/python3 bench/summarize_hf_sweep.py "$out"

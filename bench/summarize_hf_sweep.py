@@ -9,7 +9,12 @@ progress.csv's for tune, Ray's result timestamp for Ray). From those:
 - best: the largest dev accuracy any report had;
 - to within 1 pt: seconds from the start to the first report within 1 point
   (0.01) of that side's own best; "of both" uses the better of the two
-  sides' bests of the same repetition (none: the side never got there).
+  sides' bests of the same repetition (none: the side never got there);
+- train / eval s per epoch: medians over the reports after each trial's first
+  (whose time also holds the trial's setup) of the seconds spent training one
+  epoch and evaluating (tune: from progress.csv's examples_per_s and
+  time_this_iter_s, the evaluation's share also holding the report; Ray: the
+  Trainer's epoch, on_epoch_begin to on_epoch_end, and its eval_runtime).
 Prints a Markdown table per repetition and, with several, the medians.
 
 Usage: bench/summarize_hf_sweep.py bench/out/hf_sweep-<time>.jsonl
@@ -53,8 +58,8 @@ def main():
         best_both = max(d["best"] for d in s.values() if d["best"] is not None)
         print(f"| rep {rep} | wall to the end of the sweep (s) | to within 1 pt of own best (s) "
               f"| to within 1 pt of the best of both (s) | best dev accuracy | trials | reports "
-              f"| load avg start → end |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+              f"| train / eval s per epoch | load avg start → end |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for eng in ("tune", "ray"):
             if eng not in s:
                 continue
@@ -64,9 +69,12 @@ def main():
             la0, la1 = d["load_start"], d["load_end"]
             name = "tune run" if eng == "tune" else "Ray Tune + transformers Trainer"
             err = f" ({d['errors']} errors)" if d.get("errors") else ""
+            later = [r for r in d["reports"] if r["iteration"] > 1 and "train_s" in r]
+            split = (f"{statistics.median(r['train_s'] for r in later):.0f} / "
+                     f"{statistics.median(r['eval_s'] for r in later):.0f}" if later else "—")
             print(f"| {name}{err} | {d['wall_s']:.0f} | {fmt(own)} | {fmt(both)} "
                   f"| {fmt(d['best'], '.4f', '—')} | {d['trials']} | {len(d['reports'])} "
-                  f"| {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} → {la1[0]:.2f} {la1[1]:.2f} "
+                  f"| {split} | {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} → {la1[0]:.2f} {la1[1]:.2f} "
                   f"{la1[2]:.2f} |")
         if "tune" in s and "ray" in s:
             r = s["tune"]["wall_s"] / s["ray"]["wall_s"]

@@ -48,7 +48,8 @@ grid over the configuration index); without it Ray samples --samples
 configurations of the same space (lr loguniform(3e-5, 3e-4), batch_size
 choice [16, 32], warmup_steps randint(0, 40)) with --sample-seed.
 --reports writes one JSON line per report (trial, configuration, iteration,
-val_accuracy, Ray's result timestamp and the reporting worker's time.time());
+val_accuracy, Ray's result timestamp and the reporting worker's time.time(),
+the epoch's training seconds and Trainer's eval_runtime);
 the last line on stdout is a JSON summary.
 """
 import argparse
@@ -148,7 +149,15 @@ def train_trial(config, a, configs, train_rows, dev_rows):
         return {"accuracy": float((pred.predictions.argmax(-1) == pred.label_ids).mean())}
 
     class ReportToRay(TrainerCallback):
-        """After each evaluation: ray.tune.report (ASHA may stop the trial there)."""
+        """After each evaluation: ray.tune.report (ASHA may stop the trial there),
+        with the epoch's training time (on_epoch_begin to on_epoch_end, which
+        Trainer calls before it evaluates) and Trainer's eval_runtime."""
+
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            self.t_epoch = time.perf_counter()
+
+        def on_epoch_end(self, args, state, control, **kwargs):
+            self.train_s = time.perf_counter() - self.t_epoch
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
             epoch = round(state.epoch) - 1  # Trainer's count, not the sampler's
@@ -158,6 +167,7 @@ def train_trial(config, a, configs, train_rows, dev_rows):
             tune.report({"val_accuracy": metrics["eval_accuracy"],
                          "val_loss": metrics["eval_loss"], "epoch": epoch + 1,
                          "step": state.global_step, "order_ok": int(order_ok),
+                         "train_s": self.train_s, "eval_s": metrics["eval_runtime"],
                          "report_time": time.time()})
 
     set_seed(a.seed)
@@ -235,6 +245,8 @@ def main():
                             "iteration": int(result["training_iteration"]),
                             "val_accuracy": float(result["val_accuracy"]),
                             "step": int(result["step"]), "order_ok": int(result["order_ok"]),
+                            "train_s": float(result["train_s"]),
+                            "eval_s": float(result["eval_s"]),
                             "timestamp": int(result["timestamp"]),
                             "report_time": float(result["report_time"])})
 
