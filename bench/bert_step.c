@@ -8,6 +8,8 @@
  *                   [--isa generic|avx2|avx512] [--cpu-clock]
  *   bench_bert_step --sgemm 1024,2048 [--threads 2]
  *   bench_bert_step --env-advice
+ *   bench_bert_step --data FILE.tsv --checkpoint DIR [--batch 32] [--seq 128] [--threads 2]
+ *                   [--steps 30] [--warmup 3] [--lr 2e-5] [--seed 42]
  *
  * The step: forward with dropout 0.1 and mean cross-entropy, backward, AdamW
  * (weight decay 0.01 where the tensor table says decay, as the peer's BERT
@@ -50,6 +52,20 @@
  * across --threads OpenMP threads, one single-threaded OpenBLAS sgemm each)
  * on square C = A.B problems, the "SGEMM peak" bert-small is held against.
  *
+ * --data runs the bert trainer's own step on real batches instead: a Hugging
+ * Face folder (--checkpoint: config.json, vocab.txt, model.safetensors; a
+ * classifier it lacks is initialised from --seed) fine-tuned on the TSV
+ * file's examples in the order of the trainer's first epoch under --seed
+ * (tunep_dataset_order), --batch at a time, each batch padded to its longest
+ * example (dynamic padding; --seq is max_seq_len, the truncation). Each step
+ * is what the trainer does: assemble the batch, zero_grad, forward with the
+ * checkpoint's dropout, backward, AdamW with clipping at 1.0 and weight decay
+ * 0.01. Reported over the --steps steps after --warmup, timed from the end of
+ * the last warm-up step to the end of the last step: real (non-pad) tokens/s,
+ * padded tokens/s (B x T of each batch), examples/s, the mean real and padded
+ * lengths, median and min ms per step. bench/sst2_tokens.py runs the same
+ * batches through transformers' Trainer (bench/run_sst2_tokens.sh).
+ *
  * Output: one JSON object per line on stdout (same field names as the peer
  * where the quantity is the same); progress and errors on stderr.
  */
@@ -64,8 +80,11 @@
 
 #include "tune.h"
 #include "models/bert/bert.h"
+#include "models/bert/bert_io.h"
 #include "models/cpu/cpu_backend.h"
 #include "models/cpu/cpu_matmul.h"
+#include "models/text/dataset_tsv.h"
+#include "models/text/tokenizer.h"
 
 #define VOCAB     30522
 #define MAX_POS   512
@@ -727,6 +746,132 @@ out:
     return rc;
 }
 
+/* ---- real batches (--data) ------------------------------------------------- */
+
+static int run_data_bench(const char *data, const char *checkpoint, int B, int S, int threads,
+                          int steps, int warmup, double lr, uint64_t seed)
+{
+    tune_error err = {0};
+    struct tunep_bert_config cfg;
+    tunep_tokenizer *tok = NULL;
+    tunep_dataset *ds = NULL;
+    struct tunep_backend *be = NULL;
+    struct tunep_bert *m = NULL;
+    size_t *order = NULL;
+    struct tunep_batch batch;
+    tunep_batch_init(&batch);
+    static double t_step[MAX_STEPS];
+    char vocab[4096];
+    int rc = 1;
+    tune_status st;
+    snprintf(vocab, sizeof vocab, "%s/vocab.txt", checkpoint);
+    struct tunep_tsv_options opt;
+    tunep_tsv_options_default(&opt);
+    opt.max_seq_len = (size_t)S;
+    double t_setup = now();
+    if ((st = tunep_bert_hf_config_load(checkpoint, &cfg, &err)) ||
+        (st = tunep_tokenizer_new(vocab, 1, &tok, &err)) ||
+        (st = tunep_dataset_tsv_load(data, tok, &opt, &ds, &err))) {
+        fail("data", st, &err);
+        goto out;
+    }
+    size_t n = tunep_dataset_size(ds), need = (size_t)(warmup + steps) * (size_t)B;
+    if (need > n) {
+        fprintf(stderr, "bench_bert_step: %s has %zu examples, fewer than the %zu of %d steps\n",
+                data, n, need, warmup + steps);
+        goto out;
+    }
+    cfg.K = tunep_dataset_num_labels(ds) < 2 ? 2 : tunep_dataset_num_labels(ds);
+    if ((st = tunep_cpu_backend_new(threads, &be, &err)) ||
+        (st = tunep_bert_new(&cfg, B, S, be, &m, &err)) ||
+        (st = tunep_bert_init_weights(m, seed, &err)) ||
+        (st = tunep_bert_load_hf(m, checkpoint, 0, &err))) {
+        fail("model", st, &err);
+        goto out;
+    }
+    if (!(order = malloc(n * sizeof *order))) {
+        fprintf(stderr, "bench_bert_step: out of memory\n");
+        goto out;
+    }
+    if ((st = tunep_dataset_order(ds, seed, 0, 1, order, &err))) {
+        fail("order", st, &err);
+        goto out;
+    }
+    t_setup = now() - t_setup;
+
+    struct tunep_adamw adamw;
+    tunep_adamw_default(&adamw);
+    adamw.weight_decay = 0.01;
+    adamw.clip_norm = 1.0;
+    double loss_first = 0.0, loss_last = 0.0, real = 0.0, padded = 0.0, wall0 = 0.0, t_prev = 0.0;
+    double busy0 = 0.0, self0 = 0.0, busy1 = 0.0, self1 = 0.0;
+    int have_cpu = 0;
+    for (int i = 0; i < warmup + steps; i++) {
+        if (i == warmup) {
+            have_cpu = cpu_sample(&busy0, &self0) == 0;
+            wall0 = now();
+        }
+        double t0 = i > warmup ? t_prev : now(), loss;
+        if ((st =
+                 tunep_dataset_batch(ds, order + (size_t)i * (size_t)B, (size_t)B, &batch, &err))) {
+            fail("batch", st, &err);
+            goto out;
+        }
+        struct tunep_bert_batch bb = {(int)batch.B,         (int)batch.T,         batch.input_ids,
+                                      batch.token_type_ids, batch.attention_mask, batch.labels};
+        if ((st = tunep_bert_zero_grad(m, &err)) ||
+            (st = tunep_bert_forward(m, &bb, 1, (uint64_t)i + 1, &loss, &err)) ||
+            (st = tunep_bert_backward(m, &err)) ||
+            (st = tunep_bert_adamw_step(m, &adamw, lr, NULL, &err))) {
+            fail("step", st, &err);
+            goto out;
+        }
+        t_prev = now();
+        if (i == 0)
+            loss_first = loss;
+        loss_last = loss;
+        if (i >= warmup) {
+            t_step[i - warmup] = t_prev - t0;
+            for (size_t k = 0; k < batch.B * batch.T; k++)
+                real += batch.attention_mask[k] != 0;
+            padded += (double)(batch.B * batch.T);
+        }
+    }
+    double wall = t_prev - wall0;
+    have_cpu = have_cpu && cpu_sample(&busy1, &self1) == 0 && wall > 0.0;
+    const char *name = strrchr(checkpoint, '/');
+    name = name && name[1] ? name + 1 : checkpoint;
+    printf("{\"bench\": \"tune_bert_data_step\", \"engine\": \"tune\", \"model\": \"%s\", "
+           "\"L\": %d, \"H\": %d, \"A\": %d, \"I\": %d, \"data\": \"%s\", \"batch\": %d, "
+           "\"max_seq_len\": %d, \"threads\": %d, \"steps\": %d, \"warmup\": %d, \"seed\": %llu, "
+           "\"wall_s\": %.4f, \"real_tokens\": %.0f, \"padded_tokens\": %.0f, "
+           "\"real_tokens_per_s\": %.1f, \"padded_tokens_per_s\": %.1f, "
+           "\"examples_per_s\": %.2f, \"mean_real_len\": %.2f, \"mean_padded_len\": %.2f, "
+           "\"median_ms_per_step\": %.2f, \"min_ms_per_step\": %.2f, \"loss_first\": %.4f, "
+           "\"loss_last\": %.4f, \"setup_s\": %.2f, \"max_rss_kib\": %ld, \"blas\": \"%s\", "
+           "\"blas_core\": \"%s\", ",
+           name, cfg.L, cfg.C, cfg.NH, cfg.I, data, B, S, threads, steps, warmup,
+           (unsigned long long)seed, wall, real, padded, real / wall, padded / wall,
+           (double)steps * B / wall, real / ((double)steps * B), padded / ((double)steps * B),
+           1e3 * median(t_step, steps), 1e3 * min_of(t_step, steps), loss_first, loss_last, t_setup,
+           max_rss_kib(), tunep_cpu_blas_name(), tunep_cpu_blas_corename());
+    if (have_cpu)
+        printf("\"self_cpu\": %.2f, \"foreign_cpu\": %.2f, ", (self1 - self0) / wall,
+               ((busy1 - busy0) - (self1 - self0)) / wall);
+    print_env();
+    printf("}\n");
+    fflush(stdout);
+    rc = 0;
+out:
+    free(order);
+    tunep_batch_done(&batch);
+    tunep_bert_free(m);
+    tunep_cpu_backend_free(be);
+    tunep_dataset_free(ds);
+    tunep_tokenizer_free(tok);
+    return rc;
+}
+
 /* ---- SGEMM peak ------------------------------------------------------------ */
 
 static int run_sgemm(const char *sizes, int threads)
@@ -798,7 +943,9 @@ static void usage(void)
                     "[--seq N] [--threads N] [--steps N] [--warmup N] [--lr X] "
                     "[--no-breakdown] [--isa generic|avx2|avx512] [--cpu-clock] [--eval]\n"
                     "       bench_bert_step --sgemm N[,N...] [--threads N]\n"
-                    "       bench_bert_step --env-advice\n");
+                    "       bench_bert_step --env-advice\n"
+                    "       bench_bert_step --data FILE.tsv --checkpoint DIR [--batch N] [--seq N] "
+                    "[--threads N] [--steps N] [--warmup N] [--lr X] [--seed N]\n");
 }
 
 static void log_stderr(tune_log_level level, const char *message, void *user_data)
@@ -810,9 +957,10 @@ static void log_stderr(tune_log_level level, const char *message, void *user_dat
 
 int main(int argc, char **argv)
 {
-    const char *config = "tiny", *sgemm = NULL, *isa = NULL;
+    const char *config = "tiny", *sgemm = NULL, *isa = NULL, *data = NULL, *checkpoint = NULL;
     int B = 32, S = 128, threads = 2, steps = 10, warmup = 3, breakdown = 1, eval = 0,
-        batch_given = 0;
+        batch_given = 0, steps_given = 0;
+    uint64_t seed = 42;
     double lr = 2e-5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -845,7 +993,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--threads") == 0)
             threads = atoi(v);
         else if (strcmp(a, "--steps") == 0)
-            steps = atoi(v);
+            steps = atoi(v), steps_given = 1;
         else if (strcmp(a, "--warmup") == 0)
             warmup = atoi(v);
         else if (strcmp(a, "--lr") == 0)
@@ -854,6 +1002,12 @@ int main(int argc, char **argv)
             sgemm = v;
         else if (strcmp(a, "--isa") == 0)
             isa = v;
+        else if (strcmp(a, "--data") == 0)
+            data = v;
+        else if (strcmp(a, "--checkpoint") == 0)
+            checkpoint = v;
+        else if (strcmp(a, "--seed") == 0)
+            seed = strtoull(v, NULL, 10);
         else {
             usage();
             return 2;
@@ -863,6 +1017,15 @@ int main(int argc, char **argv)
     tune_set_log_callback(log_stderr, TUNE_LOG_WARN, NULL);
     if (sgemm)
         return run_sgemm(sgemm, threads);
+    if (data || checkpoint) {
+        if (!data || !checkpoint || B < 1 || S < 8 || S > MAX_POS || warmup < 0 || threads < 1 ||
+            (steps_given && (steps < 1 || steps > MAX_STEPS))) {
+            usage();
+            return 2;
+        }
+        return run_data_bench(data, checkpoint, B, S, threads, steps_given ? steps : 30, warmup, lr,
+                              seed);
+    }
     const struct named_config *nc = NULL;
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
         if (strcmp(configs[i].name, config) == 0)
