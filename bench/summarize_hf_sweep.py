@@ -51,7 +51,7 @@ def main():
               f"{meta.get('max_seq_len')}, {meta.get('concurrency')} trials at once of 1 thread "
               f"each; Ray {'runs tune' if meta.get('same_configs') else 'samples'}"
               f"{chr(39) + 's configurations' if meta.get('same_configs') else ' its own'}. "
-              f"{meta.get('versions', '')}\n")
+              f"{meta.get('versions', '')}; environment: {meta.get('env', '?')}\n")
     ratios, diffs = [], []
     for rep in sorted(sides):
         s = sides[rep]
