@@ -26,7 +26,7 @@
 #
 # Usage: bench/run_hf_sweep.sh [BUILD_DIR]     (default BUILD_DIR: build)
 # Knobs: REPS (1), SAMPLES, EPOCHS, MAX_TRAIN, MAX_EVAL, MAX_SEQ_LEN,
-#   OWN_SAMPLES=1, RAY_PY (default: bench/ray/setup_venv.sh --hf, which makes
+#   OWN_SAMPLES=1, KEEP_ENV=1 (below), RAY_PY (default: bench/ray/setup_venv.sh --hf, which makes
 #   the venv once: Ray Tune 2.60, torch 2.15, transformers 5.25 from PyPI),
 #   TINY=1 (a check of the plumbing in ~1 minute: 2 samples, 2 epochs of 64
 #   examples, 64 dev sentences).
@@ -50,7 +50,7 @@ if [ ! -f data/sst2/train.tsv ]; then
     echo "no data/sst2: link the shared data (scripts/setup) or run scripts/get-data" >&2
     exit 2
 fi
-ninja -C "$build" tune/tune >/dev/null
+ninja -C "$build" tune/tune bench/bench_bert_step >/dev/null
 if [ "${TINY:-0}" = 1 ]; then
     : "${SAMPLES:=2}" "${EPOCHS:=2}" "${MAX_TRAIN:=64}" "${MAX_EVAL:=64}"
 fi
@@ -87,13 +87,30 @@ json.dump(c, open(dst, "w"), indent=1)
 EOF
 "$tune_bin" validate "$work/tune.json" >/dev/null
 
+# Both sides run in the environment the tune CLI gives itself on a clean
+# machine: thread variables and OPENBLAS_L2_SIZE cleared, OPENBLAS_CORETYPE as
+# `bench_bert_step --env-advice` says (unset where OpenBLAS knows the CPU). A
+# caller's OPENBLAS_CORETYPE would otherwise reach tune's OpenBLAS (e.g.
+# Haswell's AVX2 kernels on an AVX-512 CPU: half the speed) and not PyTorch,
+# which computes with MKL. KEEP_ENV=1 runs both in the caller's environment.
+env_=(env)
+if [ "${KEEP_ENV:-0}" != 1 ]; then
+    env_=(env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS -u OMP_WAIT_POLICY -u OPENBLAS_L2_SIZE
+        -u OPENBLAS_CORETYPE -u MKL_NUM_THREADS)
+    advised=$(env -u OPENBLAS_CORETYPE "$build/bench/bench_bert_step" --env-advice |
+        tr ' ' '\n' | sed -n 's/^OPENBLAS_CORETYPE=//p')
+    [ -z "$advised" ] || env_+=(OPENBLAS_CORETYPE="$advised")
+fi
+env_desc=$([ "${KEEP_ENV:-0}" = 1 ] && echo "the caller's environment" ||
+    echo "advice: OPENBLAS_CORETYPE=${advised:-(unset)}")
+
 loadavg() { awk '{printf "[%s, %s, %s]", $1, $2, $3}' /proc/loadavg; }
 versions=$("$py" -c 'import ray, torch, transformers, sys
 print(f"Ray {ray.__version__}, torch {torch.__version__}, transformers {transformers.__version__}, Python {sys.version.split()[0]}")')
 versions="$versions; $("$tune_bin" --version | head -1)"
-printf '{"kind": "meta", "samples": %d, "epochs": %d, "max_train_examples": %d, "max_eval_examples": %d, "max_seq_len": %d, "concurrency": 2, "same_configs": %s, "versions": "%s", "nproc": %d}\n' \
+printf '{"kind": "meta", "samples": %d, "epochs": %d, "max_train_examples": %d, "max_eval_examples": %d, "max_seq_len": %d, "concurrency": 2, "same_configs": %s, "versions": "%s", "nproc": %d, "env": "%s"}\n' \
     "$samples" "$epochs" "$max_train" "$max_eval" "$max_seq_len" \
-    "$([ "$own" = 1 ] && echo false || echo true)" "$versions" "$(nproc)" >>"$out"
+    "$([ "$own" = 1 ] && echo false || echo true)" "$versions" "$(nproc)" "$env_desc" >>"$out"
 
 # run_tune REP: tune's side of one repetition, one "side" line into $out
 run_tune() {
@@ -101,7 +118,8 @@ run_tune() {
     storage=$work/tune-$rep
     la0=$(loadavg)
     t0=$(date +%s.%N)
-    "$tune_bin" run "$work/tune.json" --storage "$storage" --quiet >"$work/tune-$rep.log" 2>&1 ||
+    "${env_[@]}" "$tune_bin" run "$work/tune.json" --storage "$storage" --quiet \
+        >"$work/tune-$rep.log" 2>&1 ||
         { cat "$work/tune-$rep.log" >&2; exit 1; }
     t1=$(date +%s.%N)
     la1=$(loadavg)
@@ -137,7 +155,7 @@ run_ray() {
     [ -z "$2" ] || configs=(--configs "$2")
     la0=$(loadavg)
     t0=$(date +%s.%N)
-    "$py" bench/ray/hf_sweep.py "${configs[@]}" --samples "$samples" --epochs "$epochs" \
+    "${env_[@]}" "$py" bench/ray/hf_sweep.py "${configs[@]}" --samples "$samples" --epochs "$epochs" \
         --max-train-examples "$max_train" --max-eval-examples "$max_eval" \
         --max-seq-len "$max_seq_len" --concurrency 2 --cpus 2 --threads 1 --t0 "$t0" \
         --reports "$work/ray-$rep.jsonl" >"$work/ray-$rep.log" 2>&1 ||

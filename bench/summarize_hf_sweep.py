@@ -51,7 +51,7 @@ def main():
               f"{meta.get('max_seq_len')}, {meta.get('concurrency')} trials at once of 1 thread "
               f"each; Ray {'runs tune' if meta.get('same_configs') else 'samples'}"
               f"{chr(39) + 's configurations' if meta.get('same_configs') else ' its own'}. "
-              f"{meta.get('versions', '')}\n")
+              f"{meta.get('versions', '')}; environment: {meta.get('env', '?')}\n")
     ratios, diffs = [], []
     for rep in sorted(sides):
         s = sides[rep]
@@ -64,7 +64,7 @@ def main():
             if eng not in s:
                 continue
             d = s[eng]
-            own = first_within(d["reports"], d["t0"], d["best"]) if d["best"] is not None else None
+            own = first_within(d["reports"], d["t0"], d["best"] - 0.01) if d["best"] is not None else None
             both = first_within(d["reports"], d["t0"], best_both - 0.01)
             la0, la1 = d["load_start"], d["load_end"]
             name = "tune run" if eng == "tune" else "Ray Tune + transformers Trainer"
