@@ -74,13 +74,14 @@ def ratio(peer, tune):
 def core_rows(core):
     """Headline rows from bench/run_core.sh's lines."""
     out = []
+    ver = next((r.get("optuna") for r in core if r.get("bench") == "optuna_info"), "?")
     for storage, opt_part, label in (("memory", "a", "in memory"), ("sqlite", "c", "SQLite store")):
         t = med([r["us_per_trial"] for r in pick(core, bench="tune", part="overhead",
                                                    storage=storage, reports_per_trial=1)])
         o = med([1e6 / r["trials_per_s"] for r in pick(core, bench="optuna", part=opt_part)])
         if t is not None or o is not None:
             out.append((f"Engine overhead per trial, {label} (trivial objective, random search)",
-                        us(t), f"Optuna 3.1 RandomSampler: {us(o)}", ratio(o, t), "-"))
+                        us(t), f"Optuna {ver} RandomSampler: {us(o)}", ratio(o, t), "-"))
     asha = {r["scheduler"]: r for r in pick(core, bench="tune", part="asha_curve")}
     sha = next((r for r in pick(core, bench="optuna", part="d")
                 if r.get("sampler") == "RandomSampler" and r.get("pruner") ==
@@ -329,7 +330,10 @@ def main():
     for s in a.skipped:
         p(f"- skipped: {s}")
     p("- not part of this run: the pretrained MiniLM fine-tuned by tune and by transformers "
-      "(`bench/hf_reference.py`), in [RESULTS-pretrained.md](RESULTS-pretrained.md)")
+      "(`bench/hf_reference.py`), in [RESULTS-pretrained.md](RESULTS-pretrained.md); the BERT "
+      "step against PyTorch 2.15, in [RESULTS-bert-pypi.md](RESULTS-bert-pypi.md); the MiniLM "
+      "sweep as Ray Tune + transformers and as `tune run` (`bench/run_hf_sweep.sh`) and tokens/s "
+      "on real SST-2 batches (`bench/run_sst2_tokens.sh`), in [RESULTS-hf-sweep.md](RESULTS-hf-sweep.md)")
     p("\n## Summary\n")
     p("Ratio = the peer's cost ÷ tune's (how many times less tune spends).\n")
     p("| comparison | tune | peer | ratio | goal |")
