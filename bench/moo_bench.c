@@ -89,6 +89,34 @@ static double median(double *v, long n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * One seed's JSON line: the hypervolume of its evals points y (reference
+ * (11, 11)) and the median and mean of its times per suggestion; via names
+ * the timed path when it is not the searcher alone.
+ */
+static void print_run(const char *searcher, const char *via, int concave, int dim, long evals,
+                      int seed, const double *y, double *wall, double *cpu)
+{
+    const double ref[2] = {11, 11};
+    double hv, sum_wall = 0, sum_cpu = 0;
+    tune_error err;
+    if (tunep_pareto_hypervolume(y, (size_t)evals, 2, ref, &hv, &err))
+        die("hypervolume", &err);
+    for (long i = 0; i < evals; i++) {
+        sum_wall += wall[i];
+        sum_cpu += cpu[i];
+    }
+    printf("{\"bench\": \"tune\", \"sampler\": \"%s\", ", searcher);
+    if (via)
+        printf("\"via\": \"%s\", ", via);
+    printf("\"problem\": \"%s\", \"dim\": %d, \"evals\": %ld, \"seed\": %d, "
+           "\"hypervolume\": %.10g, \"suggest_ms_median\": %.5f, \"suggest_ms_mean\": %.5f, "
+           "\"suggest_cpu_ms_median\": %.5f, \"suggest_cpu_ms_mean\": %.5f}\n",
+           concave ? "zdt2" : "zdt1", dim, evals, seed, hv, 1e3 * median(wall, evals),
+           1e3 * sum_wall / (double)evals, 1e3 * median(cpu, evals), 1e3 * sum_cpu / (double)evals);
+    fflush(stdout);
+}
+
 static void run(int concave, const char *searcher, long evals, int seeds, int seed0, int dim)
 {
     tune_space *space = NULL;
@@ -123,7 +151,6 @@ static void run(int concave, const char *searcher, long evals, int seeds, int se
             if (tunep_tpe_new(space, &c, (uint64_t)sd, &s, &err))
                 die("tpe", &err);
         }
-        double sum_wall = 0, sum_cpu = 0;
         for (long i = 0; i < evals; i++) {
             gsl_rng_set(r, (unsigned long)tunep_trial_seed((uint64_t)sd, i, TUNEP_RNG_SAMPLE));
             double t0 = now(), c0 = cpu_now();
@@ -132,8 +159,6 @@ static void run(int concave, const char *searcher, long evals, int seeds, int se
             double c1 = cpu_now(), t1 = now();
             wall[i] = t1 - t0;
             cpu[i] = c1 - c0;
-            sum_wall += wall[i];
-            sum_cpu += cpu[i];
             if (s->ops->on_start(s, i, v))
                 die("on_start", NULL);
             double x[MAX_DIM];
@@ -145,18 +170,7 @@ static void run(int concave, const char *searcher, long evals, int seeds, int se
                 die("on_complete_values", NULL);
         }
         tunep_searcher_free(s);
-        const double ref[2] = {11, 11};
-        double hv;
-        if (tunep_pareto_hypervolume(y, (size_t)evals, 2, ref, &hv, &err))
-            die("hypervolume", &err);
-        printf("{\"bench\": \"tune\", \"sampler\": \"%s\", \"problem\": \"%s\", \"dim\": %d, "
-               "\"evals\": %ld, \"seed\": %d, \"hypervolume\": %.10g, \"suggest_ms_median\": %.5f, "
-               "\"suggest_ms_mean\": %.5f, \"suggest_cpu_ms_median\": %.5f, "
-               "\"suggest_cpu_ms_mean\": %.5f}\n",
-               searcher, concave ? "zdt2" : "zdt1", dim, evals, sd, hv, 1e3 * median(wall, evals),
-               1e3 * sum_wall / (double)evals, 1e3 * median(cpu, evals),
-               1e3 * sum_cpu / (double)evals);
-        fflush(stdout);
+        print_run(searcher, NULL, concave, dim, evals, sd, y, wall, cpu);
     }
     free(y);
     free(wall);
@@ -211,7 +225,6 @@ static void run_study(int concave, const char *searcher, long evals, int seeds, 
         if (tune_study_new_from_json(json, "moo_bench", &s, &err))
             die("study", &err);
         free(json);
-        double sum_wall = 0, sum_cpu = 0;
         for (long i = 0; i < evals; i++) {
             tune_trial *t = NULL;
             double t0 = now(), c0 = cpu_now();
@@ -220,8 +233,6 @@ static void run_study(int concave, const char *searcher, long evals, int seeds, 
             double c1 = cpu_now(), t1 = now();
             wall[i] = t1 - t0;
             cpu[i] = c1 - c0;
-            sum_wall += wall[i];
-            sum_cpu += cpu[i];
             double x[MAX_DIM];
             for (int j = 0; j < dim; j++) {
                 char name[16];
@@ -235,19 +246,7 @@ static void run_study(int concave, const char *searcher, long evals, int seeds, 
                 die("tell", &err);
         }
         tune_study_free(s);
-        const double ref[2] = {11, 11};
-        double hv;
-        if (tunep_pareto_hypervolume(y, (size_t)evals, 2, ref, &hv, &err))
-            die("hypervolume", &err);
-        printf("{\"bench\": \"tune\", \"sampler\": \"%s\", \"via\": \"study\", "
-               "\"problem\": \"%s\", \"dim\": %d, "
-               "\"evals\": %ld, \"seed\": %d, \"hypervolume\": %.10g, \"suggest_ms_median\": %.5f, "
-               "\"suggest_ms_mean\": %.5f, \"suggest_cpu_ms_median\": %.5f, "
-               "\"suggest_cpu_ms_mean\": %.5f}\n",
-               searcher, concave ? "zdt2" : "zdt1", dim, evals, sd, hv, 1e3 * median(wall, evals),
-               1e3 * sum_wall / (double)evals, 1e3 * median(cpu, evals),
-               1e3 * sum_cpu / (double)evals);
-        fflush(stdout);
+        print_run(searcher, "study", concave, dim, evals, sd, y, wall, cpu);
     }
     free(y);
     free(wall);
