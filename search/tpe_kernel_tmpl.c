@@ -111,7 +111,7 @@ static inline double kexp2(double y)
     return p * scale;
 }
 
-void KFN(tunep_tpe_exp2_n)(const double *x, double *y, size_t n)
+static void KFN(tunep_tpe_exp2_n)(const double *x, double *y, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         y[k] = kexp2(x[k]);
@@ -153,7 +153,7 @@ static inline double klog(double x)
     return kd * 0x1.62e42fee00000p-1 - ((hfsq - (s * (hfsq + r) + kd * 0x1.a39ef35793c76p-33)) - f);
 }
 
-void KFN(tunep_tpe_log_n)(const double *x, double *y, size_t n)
+static void KFN(tunep_tpe_log_n)(const double *x, double *y, size_t n)
 {
     int other = 0;
     for (size_t k = 0; k < n; k++)
@@ -167,7 +167,7 @@ void KFN(tunep_tpe_log_n)(const double *x, double *y, size_t n)
         y[k] = klog(x[k]);
 }
 
-void KFN(tunep_tpe_exp_n)(const double *x, double *y, size_t n)
+static void KFN(tunep_tpe_exp_n)(const double *x, double *y, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         y[k] = kexp(x[k]);
@@ -224,8 +224,8 @@ static inline __m512d kexp2_8(__m512d y, const __m512d *tab)
 }
 #endif
 
-double KFN(tunep_tpe_gauss_sum)(const double *mu, const double *isig, const double *coef, size_t n,
-                                double x)
+static double KFN(tunep_tpe_gauss_sum)(const double *mu, const double *isig, const double *coef,
+                                       size_t n, double x)
 {
     double acc[TUNEP_TPE_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, tail = 0.0;
     size_t k = 0;
@@ -280,7 +280,7 @@ static inline __m512d kexp_8(__m512d x, const __m512d *tab)
 }
 #endif
 
-double KFN(tunep_tpe_exp_sum)(const double *v, size_t n, double shift)
+static double KFN(tunep_tpe_exp_sum)(const double *v, size_t n, double shift)
 {
     double acc[TUNEP_TPE_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, tail = 0.0;
     size_t k = 0;
@@ -301,7 +301,7 @@ double KFN(tunep_tpe_exp_sum)(const double *v, size_t n, double shift)
     return lanes_total(acc, tail);
 }
 
-double KFN(tunep_tpe_max_n)(const double *v, size_t n)
+static double KFN(tunep_tpe_max_n)(const double *v, size_t n)
 {
     double acc[TUNEP_TPE_LANES], m = -(double)INFINITY;
     for (size_t j = 0; j < TUNEP_TPE_LANES; j++)
@@ -317,15 +317,15 @@ double KFN(tunep_tpe_max_n)(const double *v, size_t n)
     return m;
 }
 
-void KFN(tunep_tpe_div_n)(double *x, size_t n, double d)
+static void KFN(tunep_tpe_div_n)(double *x, size_t n, double d)
 {
     for (size_t k = 0; k < n; k++)
         x[k] /= d;
 }
 
-void KFN(tunep_tpe_fit_coef)(const double *mu, const double *sig, const double *w, size_t n,
-                             double low, double high, double cut, double norm, double *isig,
-                             double *coef)
+static void KFN(tunep_tpe_fit_coef)(const double *mu, const double *sig, const double *w, size_t n,
+                                    double low, double high, double cut, double norm, double *isig,
+                                    double *coef)
 {
     for (size_t k = 0; k < n; k++) {
         double is = 1.0 / sig[k];
@@ -335,7 +335,8 @@ void KFN(tunep_tpe_fit_coef)(const double *mu, const double *sig, const double *
     }
 }
 
-void KFN(tunep_tpe_widths)(const double *x, size_t n, double minsig, double maxsig, double *sig)
+static void KFN(tunep_tpe_widths)(const double *x, size_t n, double minsig, double maxsig,
+                                  double *sig)
 {
     for (size_t i = 0; i < n; i++) {
         double left = x[i + 1] - x[i], right = x[i + 2] - x[i + 1];
@@ -344,7 +345,7 @@ void KFN(tunep_tpe_widths)(const double *x, size_t n, double minsig, double maxs
     }
 }
 
-int KFN(tunep_tpe_has_ties)(const double *x, size_t n)
+static int KFN(tunep_tpe_has_ties)(const double *x, size_t n)
 {
     int ties = 0;
     for (size_t k = 1; k < n; k++)
@@ -352,7 +353,7 @@ int KFN(tunep_tpe_has_ties)(const double *x, size_t n)
     return ties;
 }
 
-size_t KFN(tunep_tpe_merge)(double *mu, double *sig, double *w, size_t n)
+static size_t KFN(tunep_tpe_merge)(double *mu, double *sig, double *w, size_t n)
 {
     if (n == 0)
         return 0;
@@ -378,8 +379,8 @@ size_t KFN(tunep_tpe_merge)(double *mu, double *sig, double *w, size_t n)
  * is +0.0 when it is 0). The AVX-512 build scans eight lanes at a time, in
  * three shifted maxima and the block before's last.
  */
-void KFN(tunep_tpe_reach)(const double *mu, const double *sig, size_t n, double cut, double *hi,
-                          double *lo)
+static void KFN(tunep_tpe_reach)(const double *mu, const double *sig, size_t n, double cut,
+                                 double *hi, double *lo)
 {
     double reach = -(double)INFINITY;
     size_t k = 0, full = 0;
@@ -434,8 +435,8 @@ void KFN(tunep_tpe_reach)(const double *mu, const double *sig, size_t n, double 
 #endif
 }
 
-void KFN(tunep_tpe_mv_dens)(double *lp, const double *mu, const double *lz, size_t n, double x,
-                            double sig)
+static void KFN(tunep_tpe_mv_dens)(double *lp, const double *mu, const double *lz, size_t n,
+                                   double x, double sig)
 {
     for (size_t k = 0; k < n; k++) {
         double z = (x - mu[k]) / sig;
@@ -443,21 +444,21 @@ void KFN(tunep_tpe_mv_dens)(double *lp, const double *mu, const double *lz, size
     }
 }
 
-void KFN(tunep_tpe_mv_cat)(double *lp, const double *mu, size_t n, double x, double hit,
-                           double miss)
+static void KFN(tunep_tpe_mv_cat)(double *lp, const double *mu, size_t n, double x, double hit,
+                                  double miss)
 {
     for (size_t k = 0; k < n; k++)
         lp[k] += mu[k] == x ? hit : miss;
 }
 
-void KFN(tunep_tpe_mv_gather_add)(double *lp, const double *tab, const size_t *id, size_t n)
+static void KFN(tunep_tpe_mv_gather_add)(double *lp, const double *tab, const size_t *id, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         lp[k] += tab[id[k]];
 }
 
-void KFN(tunep_tpe_np_stops)(const uint64_t *items, size_t from, size_t to, uint32_t vp,
-                             size_t *lft, size_t *nl, size_t *rgt, size_t *nr)
+static void KFN(tunep_tpe_np_stops)(const uint64_t *items, size_t from, size_t to, uint32_t vp,
+                                    size_t *lft, size_t *nl, size_t *rgt, size_t *nr)
 {
     size_t l = *nl, r = *nr, p = from;
 #if defined(TUNEP_TPE_BUILD_AVX512)
